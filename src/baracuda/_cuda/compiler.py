@@ -1,0 +1,207 @@
+"""NVRTC compilation to cubin, through ``cuda.core``, with its persistent program cache.
+
+One program is compiled per (kernel source file, element type, arch). The source is
+``include/baracuda/common.cuh`` followed by the family's ``.cu`` file, so the source hash
+covers our own header; the CUDA headers come through an include path whose contents are
+fingerprinted into ``extra_digest`` (``cuda.core`` cannot see them itself).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import os
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from baracuda._dtypes import ELEMENTS
+from baracuda._version import __version__
+from baracuda.errors import CompileError
+from baracuda.types import ElementKind
+
+__all__ = [
+    "KernelSource",
+    "register_source",
+    "registered_sources",
+    "kernel_name",
+    "cache_dir",
+    "compile_cubin",
+    "nvrtc_version",
+]
+
+_HEADER = "include/baracuda/common.cuh"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSource:
+    """A family's ``.cu`` file and the entry points it defines (without the dtype suffix)."""
+
+    family: str  # package folder, e.g. "elementwise"
+    filename: str  # e.g. "lerp.cu"
+    entries: tuple[str, ...]  # e.g. ("lerp_fwd_vec", "lerp_fwd_strided")
+    elements: tuple[ElementKind, ...] = tuple(ElementKind)
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}/{self.filename}"
+
+    def text(self) -> str:
+        return _source_text(self.family, self.filename)
+
+
+def kernel_name(op: str, element: ElementKind) -> str:
+    """The ``extern "C"`` symbol of one instantiation: ``baracuda_<op>_<dtype>``."""
+    return f"baracuda_{op}_{element.value}"
+
+
+_SOURCES: dict[str, KernelSource] = {}
+
+
+def register_source(source: KernelSource) -> KernelSource:
+    """Record a kernel source so ``python -m baracuda compile`` can build every instantiation."""
+    _SOURCES[source.name] = source
+    return source
+
+
+def registered_sources() -> tuple[KernelSource, ...]:
+    return tuple(_SOURCES.values())
+
+
+@functools.cache
+def _source_text(family: str, filename: str) -> str:
+    pkg = resources.files("baracuda")
+    header = (pkg / "_cuda" / _HEADER).read_text()
+    body = (pkg / family / filename).read_text()
+    return f'{header}\n#line 1 "{family}/{filename}"\n{body}'
+
+
+def cache_dir() -> Path:
+    """``$BARACUDA_CACHE_DIR``, else ``$XDG_CACHE_HOME/baracuda``, else ``~/.cache/baracuda``."""
+    explicit = os.environ.get("BARACUDA_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "baracuda"
+
+
+@functools.cache
+def cuda_include_dir() -> str:
+    from cuda import pathfinder
+
+    located = pathfinder.locate_nvidia_header_directory("cudart")
+    if located is None:
+        raise CompileError(
+            "the CUDA runtime headers (cuda_fp16.h) were not found; "
+            "install the 'nvidia-cuda-runtime' wheel (pip install 'cuda-toolkit[cudart]')",
+            log="",
+            source="",
+        )
+    return str(located.abs_path)
+
+
+@functools.cache
+def _extra_digest() -> bytes:
+    """Fingerprint of what the include path brings in, plus our version."""
+    h = hashlib.sha256(f"baracuda {__version__}\n".encode())
+    inc = Path(cuda_include_dir())
+    for name in ("cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h", "cuda_bf16.hpp"):
+        p = inc / name
+        h.update(name.encode())
+        h.update(p.read_bytes() if p.exists() else b"<absent>")
+    return h.digest()
+
+
+@functools.cache
+def nvrtc_version() -> tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    from baracuda._cuda.driver import check
+
+    major, minor = check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    return int(major), int(minor)
+
+
+_cache_lock = threading.Lock()
+_key_locks: dict[bytes, threading.Lock] = {}
+_program_cache: Any = None
+
+
+def _persistent_cache() -> Any:
+    """The process-wide ``FileStreamProgramCache``, or None when disabled / unavailable."""
+    global _program_cache
+    if os.environ.get("BARACUDA_DISABLE_CACHE") == "1":
+        return None
+    with _cache_lock:
+        if _program_cache is None:
+            from cuda.core.utils import FileStreamProgramCache
+
+            path = cache_dir()
+            path.mkdir(parents=True, exist_ok=True)
+            _program_cache = FileStreamProgramCache(str(path), max_size_bytes=512 * 2**20)
+        return _program_cache
+
+
+def _options(source: KernelSource, element: ElementKind, arch: str) -> Any:
+    from cuda.core import ProgramOptions
+
+    info = ELEMENTS[element]
+    return ProgramOptions(
+        name=f"{source.name}[{element.value}]",
+        arch=arch,
+        std="c++17",
+        include_path=[cuda_include_dir()],
+        define_macro=[
+            ("BC_T", info.c_type),
+            ("BC_ACC", info.acc_c_type),
+            ("BC_SUFFIX", element.value),
+        ],
+    )
+
+
+def compile_cubin(source: KernelSource, element: ElementKind, arch: str) -> bytes:
+    """The cubin of ``source`` for ``element`` on ``arch`` (``"sm_90"``), from cache or NVRTC.
+
+    Needs no GPU. Raises ``CompileError`` with NVRTC's log when the source does not compile.
+    """
+    from cuda.core import Program
+    from cuda.core.utils import make_program_cache_key
+
+    text = source.text()
+    options = _options(source, element, arch)
+    key = make_program_cache_key(
+        code=text,
+        code_type="c++",
+        options=options,
+        target_type="cubin",
+        extra_digest=_extra_digest(),
+    )
+    cache = _persistent_cache()
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return bytes(hit)
+    with _cache_lock:
+        lock = _key_locks.setdefault(key, threading.Lock())
+    with lock:  # one compile per key in this process; other processes are safe by os.replace
+        if cache is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                return bytes(hit)
+        log = io.StringIO()
+        try:
+            obj = Program(text, "c++", options=options).compile("cubin", logs=log)
+        except Exception as exc:
+            raise CompileError(
+                f"NVRTC failed to compile {source.name} for {element.value} on {arch}",
+                log=log.getvalue() or str(exc),
+                source=text,
+            ) from exc
+        data = bytes(obj.code)
+        if cache is not None:
+            cache[key] = data
+        return data

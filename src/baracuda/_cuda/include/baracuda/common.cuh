@@ -1,0 +1,167 @@
+// baracuda/common.cuh: shared device code, prepended to every kernel source.
+//
+// The compiler (baracuda/_cuda/compiler.py) compiles each family's .cu once per element
+// type and arch, defining:
+//   BC_T       storage type of values        (float, __half, __nv_bfloat16, double)
+//   BC_ACC     accumulator / math type       (float for f32/f16/bf16, double for f64)
+//   BC_SUFFIX  short element name            (f32, f16, bf16, f64)
+// so one template body per kernel yields one extern "C" entry per element type, named
+// baracuda_<op>_<suffix> (built by BC_KERNEL below and by baracuda._cuda.kernel_name).
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define BC_CAT2(a, b) a##b
+#define BC_CAT(a, b) BC_CAT2(a, b)
+#define BC_ENTRY(op) BC_CAT(BC_CAT(baracuda_, op), BC_CAT(_, BC_SUFFIX))
+// Declares one entry point: BC_KERNEL(lerp_fwd_strided, 256)(args...) { body<BC_T, BC_ACC>(...); }
+#define BC_KERNEL(op, threads) \
+  extern "C" __global__ void __launch_bounds__(threads) BC_ENTRY(op)
+
+namespace bc {
+
+typedef long long i64;
+constexpr int kMaxRank = 8;
+
+// Mirrors baracuda._cuda.abi.Shape / Strides (ctypes): passed by value.
+struct Shape {
+  i64 v[kMaxRank];
+  int rank;
+};
+struct Strides {
+  i64 v[kMaxRank];  // in elements
+};
+struct Coord {
+  i64 v[kMaxRank];
+};
+
+// Row-major unravel of a linear index over `s` (dims 0..rank-1, last fastest).
+// Unrolled over kMaxRank with a guard so the coordinates stay in registers.
+__device__ __forceinline__ void unravel(i64 linear, const Shape& s, Coord& c) {
+#pragma unroll
+  for (int d = kMaxRank - 1; d >= 0; --d) {
+    if (d < s.rank) {
+      const i64 e = s.v[d];
+      const i64 q = linear / e;
+      c.v[d] = linear - q * e;
+      linear = q;
+    } else {
+      c.v[d] = 0;
+    }
+  }
+}
+
+__device__ __forceinline__ i64 dot(const Coord& c, const Strides& st, int rank) {
+  i64 off = 0;
+#pragma unroll
+  for (int d = 0; d < kMaxRank; ++d) {
+    if (d < rank) off += c.v[d] * st.v[d];
+  }
+  return off;
+}
+
+__device__ __forceinline__ i64 offset_of(i64 linear, const Shape& s, const Strides& st) {
+  Coord c;
+  unravel(linear, s, c);
+  return dot(c, st, s.rank);
+}
+
+// ---- conversions between storage and accumulator types ----
+__device__ __forceinline__ float to_acc(float x) { return x; }
+__device__ __forceinline__ double to_acc(double x) { return x; }
+__device__ __forceinline__ float to_acc(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+struct Cast;
+template <>
+struct Cast<float> {
+  __device__ __forceinline__ static float from(float x) { return x; }
+  __device__ __forceinline__ static float from(double x) { return (float)x; }
+};
+template <>
+struct Cast<double> {
+  __device__ __forceinline__ static double from(double x) { return x; }
+  __device__ __forceinline__ static double from(float x) { return (double)x; }
+};
+template <>
+struct Cast<__half> {
+  __device__ __forceinline__ static __half from(float x) { return __float2half_rn(x); }
+};
+template <>
+struct Cast<__nv_bfloat16> {
+  __device__ __forceinline__ static __nv_bfloat16 from(float x) { return __float2bfloat16_rn(x); }
+};
+template <typename T, typename A>
+__device__ __forceinline__ T from_acc(A x) {
+  return Cast<T>::from(x);
+}
+
+// ---- numeric limits of the accumulator types ----
+template <typename A>
+__device__ __forceinline__ A inf();
+template <>
+__device__ __forceinline__ float inf<float>() { return __int_as_float(0x7f800000); }
+template <>
+__device__ __forceinline__ double inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <typename A>
+__device__ __forceinline__ A quiet_nan();
+template <>
+__device__ __forceinline__ float quiet_nan<float>() { return __int_as_float(0x7fffffff); }
+template <>
+__device__ __forceinline__ double quiet_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// ---- 16-byte vectors for contiguous fast paths ----
+template <typename T>
+struct alignas(16) Vec16 {
+  static constexpr int kLanes = 16 / sizeof(T);
+  T v[kLanes];
+};
+
+// ---- warp and block reductions ----
+__device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
+
+template <typename A>
+__device__ __forceinline__ A warp_sum(A x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+template <typename A>
+__device__ __forceinline__ A warp_max(A x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+__device__ __forceinline__ i64 warp_sum_i64(i64 x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Block-wide reduction through `scratch` (>= 32 elements of A in shared memory).
+// Every thread of the block must call it; every thread gets the result.
+template <typename A, typename Op>
+__device__ __forceinline__ A block_reduce(A x, A* scratch, Op op) {
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned nwarps = (blockDim.x + 31u) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x = op(x, __shfl_xor_sync(0xffffffffu, x, o));
+  __syncthreads();  // scratch may still be read from a previous call
+  if (lane_id() == 0) scratch[warp] = x;
+  __syncthreads();
+  A r = scratch[0];
+  for (unsigned w = 1; w < nwarps; ++w) r = op(r, scratch[w]);
+  return r;
+}
+
+struct SumOp {
+  template <typename A>
+  __device__ __forceinline__ A operator()(A a, A b) const { return a + b; }
+};
+struct MaxOp {
+  template <typename A>
+  __device__ __forceinline__ A operator()(A a, A b) const { return fmax(a, b); }
+};
+
+}  // namespace bc

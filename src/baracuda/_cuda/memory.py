@@ -1,0 +1,65 @@
+"""``Workspace``: the scratch memory a plan may use, owned by the caller."""
+
+from __future__ import annotations
+
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import view_of
+from baracuda.errors import InvalidProblem
+
+__all__ = ["Workspace"]
+
+
+class Workspace:
+    """Device scratch memory for ``plan.run``: ``none()``, ``from_tensor(t)`` or ``allocate``.
+
+    A workspace of ``plan.workspace_size()`` bytes or more is required; its contents on entry
+    do not matter. It must stay alive until the work enqueued with it has finished.
+    """
+
+    __slots__ = ("_owner", "device_id", "nbytes", "ptr")
+
+    def __init__(self, ptr: int, nbytes: int, device_id: int | None, owner: object = None) -> None:
+        self.ptr = ptr
+        self.nbytes = nbytes
+        self.device_id = device_id
+        self._owner = owner
+
+    @classmethod
+    def none(cls) -> Workspace:
+        return cls(0, 0, None)
+
+    @classmethod
+    def from_tensor(cls, tensor: object, stream: Stream | None = None) -> Workspace:
+        """Use a contiguous CUDA tensor (any dtype, any DLPack framework) as scratch bytes."""
+        s = stream if stream is not None else Stream.default()
+        view = view_of(tensor, s.dlpack_stream)
+        if not view.is_cuda:
+            raise InvalidProblem(
+                f"Workspace.from_tensor: tensor must be in CUDA memory (got device type "
+                f"{view.device_type})"
+            )
+        if not view.is_contiguous():
+            raise InvalidProblem(
+                f"Workspace.from_tensor: tensor must be contiguous (shape {view.shape}, "
+                f"strides {view.strides})"
+            )
+        return cls(view.ptr, view.size * view.itemsize, view.device_id, owner=view.owner)
+
+    @classmethod
+    def allocate(cls, nbytes: int, stream: Stream, device_id: int | None = None) -> Workspace:
+        """Allocate ``nbytes`` from the device's stream-ordered memory pool on ``stream``."""
+        from baracuda._cuda.device import core_device, ensure_current
+
+        if nbytes < 0:
+            raise InvalidProblem(f"Workspace.allocate: nbytes must be >= 0 (got {nbytes})")
+        if nbytes == 0:
+            return cls.none()
+        dev = device_id if device_id is not None else stream.device_id()
+        dev = 0 if dev is None else dev
+        ensure_current(dev)
+        device = core_device(dev)
+        buf = device.allocate(nbytes, stream=device.create_stream(stream))
+        return cls(int(buf.handle), nbytes, dev, owner=buf)
+
+    def __repr__(self) -> str:
+        return f"Workspace(ptr={self.ptr:#x}, nbytes={self.nbytes}, device_id={self.device_id})"

@@ -1,0 +1,64 @@
+"""Loaded kernels: one module per (device, source, element), kept for the process's life."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from baracuda._cuda.compiler import KernelSource, compile_cubin, kernel_name
+from baracuda._cuda.device import device_info, ensure_current
+from baracuda._cuda.driver import check, driver
+from baracuda.types import ElementKind
+
+__all__ = ["LoadedModule", "load_module"]
+
+
+class LoadedModule:
+    """The kernels of one source for one element type on one device, as driver functions."""
+
+    __slots__ = ("_dyn_smem", "_functions", "_object_code", "arch", "device_id", "element", "source")
+
+    def __init__(self, source: KernelSource, element: ElementKind, device_id: int) -> None:
+        from cuda.core import ObjectCode
+
+        self.source = source
+        self.element = element
+        self.device_id = device_id
+        self.arch = device_info(device_id).arch
+        ensure_current(device_id)
+        cubin = compile_cubin(source, element, self.arch)
+        self._object_code = ObjectCode.from_cubin(cubin, name=f"{source.name}[{element.value}]")
+        drv = driver()
+        self._functions: dict[str, Any] = {}
+        for op in source.entries:
+            kernel = self._object_code.get_kernel(kernel_name(op, element))
+            self._functions[op] = check(
+                drv.cuKernelGetFunction(kernel.handle), f"cuKernelGetFunction({op})"
+            )
+        self._dyn_smem: dict[str, int] = {}
+
+    def function(self, op: str, dynamic_smem: int = 0) -> Any:
+        """The ``CUfunction`` of entry ``op``, allowed ``dynamic_smem`` bytes of shared memory."""
+        fn = self._functions[op]
+        if dynamic_smem > 48 * 1024 and self._dyn_smem.get(op, 0) < dynamic_smem:
+            drv = driver()
+            attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({op})")
+            self._dyn_smem[op] = dynamic_smem
+        return fn
+
+
+_modules: dict[tuple[int, str, ElementKind], LoadedModule] = {}
+_lock = threading.Lock()
+
+
+def load_module(source: KernelSource, element: ElementKind, device_id: int) -> LoadedModule:
+    key = (device_id, source.name, element)
+    mod = _modules.get(key)
+    if mod is None:
+        with _lock:
+            mod = _modules.get(key)
+            if mod is None:
+                mod = LoadedModule(source, element, device_id)
+                _modules[key] = mod
+    return mod

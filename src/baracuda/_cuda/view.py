@@ -1,0 +1,111 @@
+"""``TensorView``: what a plan sees of a tensor (pointer, shape, strides, dtype, device)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from baracuda.errors import InvalidProblem
+
+__all__ = ["TensorView", "view_of", "DL_CPU", "DL_CUDA", "DL_CUDA_HOST", "DL_CUDA_MANAGED"]
+
+DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
+
+
+@dataclass(frozen=True, slots=True)
+class TensorView:
+    """A strided tensor in device memory. Strides are in elements; ``ptr`` includes the offset.
+
+    ``owner`` keeps the producer alive while the view is in use.
+    """
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: tuple[int, int]  # DLPack (type code, bits)
+    device_type: int
+    device_id: int
+    readonly: bool = False
+    owner: object = None
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype[1] // 8
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device_type in (DL_CUDA, DL_CUDA_MANAGED)
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for d, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if d != 1 and s != expected:
+                return False
+            expected *= d
+        return True
+
+    def is_non_overlapping(self) -> bool:
+        """No two in-bounds coordinates share an address (writable outputs must be so)."""
+        if self.size <= 1:
+            return True
+        dims = sorted((abs(s), d) for d, s in zip(self.shape, self.strides, strict=True) if d > 1)
+        span = 1  # elements covered by the smaller dims
+        for stride, extent in dims:
+            if stride < span:
+                return False
+            span = stride * (extent - 1) + span
+        return True
+
+
+def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
+    from cuda.core.utils import StridedMemoryView
+
+    if not hasattr(obj, "__dlpack__"):
+        raise InvalidProblem(f"{type(obj).__name__} does not implement __dlpack__")
+    dev_type, dev_id = obj.__dlpack_device__()
+    stream = dlpack_stream if dev_type in (DL_CUDA, DL_CUDA_MANAGED) else None
+    smv = StridedMemoryView.from_dlpack(obj, stream_ptr=stream)
+    shape = tuple(int(d) for d in smv.shape)
+    strides = smv.strides
+    if strides is None:
+        acc, out = 1, []
+        for d in reversed(shape):
+            out.append(acc)
+            acc *= d
+        strides = tuple(reversed(out))
+    dt = smv.dtype
+    kind = {"f": 2, "i": 0, "u": 1, "b": 1}.get(dt.kind, -1)
+    if dt.name == "bfloat16":
+        kind = 4
+    return TensorView(
+        ptr=int(smv.ptr),
+        shape=shape,
+        strides=tuple(int(s) for s in strides),
+        dtype=(kind, dt.itemsize * 8),
+        device_type=int(dev_type),
+        device_id=int(dev_id),
+        readonly=bool(smv.readonly),
+        owner=smv,
+    )
+
+
+def view_of(obj: object, dlpack_stream: int) -> TensorView:
+    """A ``TensorView`` of ``obj``; the producer orders its pending work before ``dlpack_stream``.
+
+    Framework fast paths (no DLPack capsule) live in ``baracuda._interop``.
+    """
+    if isinstance(obj, TensorView):
+        return obj
+    from baracuda._interop import fast_view
+
+    view = fast_view(obj, dlpack_stream)
+    if view is not None:
+        return view
+    return _from_dlpack(obj, dlpack_stream)

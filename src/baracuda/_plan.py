@@ -1,0 +1,200 @@
+"""What every plan shares: descriptor checks, tensor checks, the run skeleton.
+
+``select`` validates the descriptor and loads the kernel; ``can_implement`` validates the
+tensors; ``run`` binds (and so validates) the tensors, then enqueues. Each check raises a
+typed error naming the plan, the field and both values.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any, ClassVar, Generic, TypeVar
+
+from baracuda._cuda.device import ensure_current
+from baracuda._cuda.driver import check, device_count, driver
+from baracuda._cuda.memory import Workspace
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView, view_of
+from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
+from baracuda.errors import InvalidProblem, MisalignedOperand, Unsupported, WorkspaceTooSmall
+from baracuda.types import ElementKind, IndexElementKind, KernelSku, PlanPreference
+
+__all__ = ["Plan", "check_shape", "normalize_axis", "check_element", "MAX_RANK"]
+
+MAX_RANK = 8
+
+D = TypeVar("D")
+A = TypeVar("A")
+V = TypeVar("V")
+
+
+def check_shape(plan: str, field: str, shape: object, *, min_rank: int = 0) -> tuple[int, ...]:
+    if not isinstance(shape, tuple) or not all(
+        isinstance(d, int) and not isinstance(d, bool) for d in shape
+    ):
+        raise InvalidProblem(f"{plan}: {field} must be a tuple of ints (got {shape!r})")
+    if not min_rank <= len(shape) <= MAX_RANK:
+        raise Unsupported(
+            f"{plan}: rank of {field} must be in [{min_rank}, {MAX_RANK}] (got {len(shape)})"
+        )
+    if any(d < 0 for d in shape):
+        raise InvalidProblem(f"{plan}: {field} dims must be non-negative (got {shape})")
+    return shape
+
+
+def normalize_axis(plan: str, field: str, axis: object, rank: int) -> int:
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise InvalidProblem(f"{plan}: {field} must be an int (got {axis!r})")
+    if not -rank <= axis < rank:
+        raise InvalidProblem(f"{plan}: {field} must be in [{-rank}, {rank}) (got {axis})")
+    return axis % rank
+
+
+def check_element(plan: str, field: str, element: object) -> ElementKind:
+    if not isinstance(element, ElementKind):
+        raise Unsupported(
+            f"{plan}: {field} must be an ElementKind (one of "
+            f"{', '.join(e.name for e in ElementKind)}) (got {element!r})"
+        )
+    return element
+
+
+def _current_device() -> int:
+    drv = driver()
+    err, ctx = drv.cuCtxGetCurrent()
+    if int(err) == 0 and int(ctx) != 0:
+        return int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
+    return 0
+
+
+class Plan(abc.ABC, Generic[D, A, V]):
+    """Base of every ``<Op>Plan``. ``D``: descriptor, ``A``: args, ``V``: the bound views."""
+
+    NAME: ClassVar[str]
+
+    def __init__(self, desc: D, stream: Stream, device_id: int, pref: PlanPreference) -> None:
+        self.desc = desc
+        self.device_id = device_id
+        self.preference = pref
+        self._stream = stream
+
+    # -- construction -------------------------------------------------------------------
+    @staticmethod
+    def _device_for(stream: Stream) -> int:
+        if device_count() == 0:
+            raise Unsupported("no CUDA device is available (no driver, or no GPU)")
+        dev = stream.device_id()
+        if dev is None:
+            dev = _current_device()
+        ensure_current(dev)
+        return dev
+
+    # -- the contract ---------------------------------------------------------------------
+    def can_implement(self, args: A) -> None:
+        """Raise a typed error if ``args`` cannot be run by this plan; return None if they can."""
+        self._bind(args, self._stream)
+
+    def workspace_size(self) -> int:
+        """Bytes of workspace ``run`` needs (0 when none)."""
+        return 0
+
+    @abc.abstractmethod
+    def sku(self) -> KernelSku: ...
+
+    def precision_guarantee(self) -> Any:
+        return self.sku().precision_guarantee
+
+    def run(self, stream: object, workspace: Workspace, args: A) -> None:
+        """Validate ``args`` and enqueue the kernel(s) on ``stream``: no sync, no allocation."""
+        s = Stream.wrap(stream)
+        sdev = s.device_id()
+        if sdev is not None and sdev != self.device_id:
+            raise InvalidProblem(
+                f"{self.NAME}: stream is on device {sdev} but the plan was selected for "
+                f"device {self.device_id}"
+            )
+        views = self._bind(args, s)
+        need = self.workspace_size()
+        if need > 0:
+            self._check_workspace(workspace, need)
+        ensure_current(self.device_id)
+        self._launch(s, workspace, views)
+
+    # -- for subclasses ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def _bind(self, args: A, stream: Stream) -> V:
+        """Views of ``args``, every check done (shape, dtype, device, layout)."""
+
+    @abc.abstractmethod
+    def _launch(self, stream: Stream, workspace: Workspace, views: V) -> None: ...
+
+    def _check_workspace(self, workspace: Workspace, need: int) -> None:
+        if workspace.nbytes < need:
+            raise WorkspaceTooSmall(
+                f"{self.NAME}: workspace has {workspace.nbytes} bytes, needs {need} "
+                "(plan.workspace_size())",
+                needed=need,
+                got=workspace.nbytes,
+            )
+        if workspace.device_id is not None and workspace.device_id != self.device_id:
+            raise InvalidProblem(
+                f"{self.NAME}: workspace is on device {workspace.device_id}, the plan on "
+                f"device {self.device_id}"
+            )
+        if workspace.ptr % 256:
+            raise MisalignedOperand(
+                f"{self.NAME}: workspace pointer {workspace.ptr:#x} must be 256-byte aligned"
+            )
+
+    def _view(
+        self,
+        field: str,
+        obj: object,
+        stream: Stream,
+        shape: Sequence[int],
+        element: ElementKind | IndexElementKind,
+        *,
+        output: bool = False,
+    ) -> TensorView:
+        if obj is None:
+            raise InvalidProblem(f"{self.NAME}: {field} is required (got None)")
+        v = view_of(obj, stream.dlpack_stream)
+        if not v.is_cuda:
+            raise InvalidProblem(
+                f"{self.NAME}: {field} must be in CUDA device memory (got DLPack device type "
+                f"{v.device_type}, e.g. a CPU tensor)"
+            )
+        if v.device_id != self.device_id:
+            raise InvalidProblem(
+                f"{self.NAME}: {field} is on device {v.device_id} but the plan was selected "
+                f"for device {self.device_id}"
+            )
+        if tuple(v.shape) != tuple(shape):
+            raise InvalidProblem(
+                f"{self.NAME}: {field}.shape must be {tuple(shape)} (got {tuple(v.shape)})"
+            )
+        want = (
+            ELEMENTS[element].dlpack
+            if isinstance(element, ElementKind)
+            else INDEX_ELEMENTS[element][2]
+        )
+        if v.dtype != want:
+            raise InvalidProblem(
+                f"{self.NAME}: {field} dtype must be {element.value} (DLPack {want}) "
+                f"(got DLPack {v.dtype})"
+            )
+        if v.ptr % v.itemsize:
+            raise MisalignedOperand(
+                f"{self.NAME}: {field} pointer {v.ptr:#x} is not aligned to its "
+                f"{v.itemsize}-byte element"
+            )
+        if output:
+            if v.readonly:
+                raise InvalidProblem(f"{self.NAME}: {field} is read-only")
+            if not v.is_non_overlapping():
+                raise InvalidProblem(
+                    f"{self.NAME}: {field} has overlapping elements (shape {v.shape}, strides "
+                    f"{v.strides}); an output needs one address per element"
+                )
+        return v

@@ -1,0 +1,54 @@
+"""Launching an elementwise kernel pair (``<op>_vec`` / ``<op>_strided``) over same-shape views."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+from baracuda._cuda.abi import shape_arg, strides_arg
+from baracuda._cuda.device import device_info
+from baracuda._cuda.launch import launch
+from baracuda._cuda.module import LoadedModule
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView
+from baracuda._layout import coalesce, numel
+
+__all__ = ["launch_elementwise", "BLOCK", "VEC_UNROLL"]
+
+BLOCK = 256
+VEC_UNROLL = 4  # vectors per thread per iteration (kUnroll in the .cu files)
+_WAVES = 8  # resident blocks per SM the grid is capped at (the kernels loop grid-stride)
+
+
+def launch_elementwise(
+    module: LoadedModule,
+    op: str,
+    stream: Stream,
+    views: Sequence[TensorView],
+    scalar: Any,
+) -> str:
+    """Run ``<op>_vec`` when every view is contiguous and 16-byte aligned, else ``<op>_strided``.
+
+    Kernel arguments: the pointers in order, ``scalar``, the element count and, for the
+    strided kernel, the coalesced shape and one stride set per view. Returns the variant run.
+    """
+    n = numel(views[0].shape)
+    if n == 0:
+        return "empty"
+    cap = device_info(module.device_id).sm_count * _WAVES
+    ptrs = [ctypes.c_uint64(v.ptr) for v in views]
+    count = ctypes.c_int64(n)
+    if all(v.ptr % 16 == 0 and v.is_contiguous() for v in views):
+        lanes = 16 // views[0].itemsize
+        per_block = BLOCK * VEC_UNROLL
+        grid = max(1, min(-(-(n // lanes) // per_block), cap))
+        launch(module.function(f"{op}_vec"), (grid, 1, 1), BLOCK, 0, stream,
+               [*ptrs, scalar, count], f"{op}_vec")  # fmt: skip
+        return "vec16"
+    shape, strides = coalesce(views[0].shape, [v.strides for v in views])
+    grid = max(1, min(-(-n // BLOCK), cap * 4))
+    args = [*ptrs, scalar, count, shape_arg(shape), *(strides_arg(s) for s in strides)]
+    launch(module.function(f"{op}_strided"), (grid, 1, 1), BLOCK, 0, stream, args,
+           f"{op}_strided")  # fmt: skip
+    return "strided"

@@ -1,0 +1,88 @@
+"""Lerp backward: ``da = (1 - weight) * dy``, ``db = weight * dy`` (no saved tensors)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baracuda._cuda.memory import Workspace
+from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView
+from baracuda._dtypes import ELEMENTS
+from baracuda._plan import Plan
+from baracuda.elementwise._launch import launch_elementwise
+from baracuda.elementwise.lerp import LERP_SOURCE, check_binary_param, lerp_precision
+from baracuda.types import (
+    BackendKind,
+    BinaryKind,
+    ElementKind,
+    KernelSku,
+    OpCategory,
+    PlanPreference,
+)
+
+__all__ = ["BinaryParamBackwardDescriptor", "BinaryParamBackwardArgs", "BinaryParamBackwardPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryParamBackwardDescriptor:
+    """The backward of ``BinaryParamDescriptor``: same shape, element and weight."""
+
+    shape: tuple[int, ...]
+    element: ElementKind
+    weight: float
+    kind: BinaryKind = BinaryKind.LERP
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryParamBackwardArgs:
+    """``dy`` (upstream gradient), ``da`` and ``db`` (outputs, overwritten)."""
+
+    dy: object
+    da: object
+    db: object
+
+
+class BinaryParamBackwardPlan(
+    Plan[BinaryParamBackwardDescriptor, BinaryParamBackwardArgs, tuple[TensorView, ...]]
+):
+    """Lerp backward in one pass: reads ``dy`` once, writes ``da`` and ``db``.
+
+    ``da = (1 - w) dy``, ``db = w dy``; ``w`` is a constant, so no gradient flows to it.
+    Dtypes: f32, f16, bf16, f64 (f32 math for the half types). Any strides, rank 0-8,
+    empty tensors. Precision: one rounding per output; deterministic. Workspace: none.
+    """
+
+    NAME = "BinaryParamBackwardPlan"
+
+    def __init__(self, desc: BinaryParamBackwardDescriptor, stream: Stream, device_id: int,
+                 pref: PlanPreference, module: LoadedModule) -> None:  # fmt: skip
+        super().__init__(desc, stream, device_id, pref)
+        self._module = module
+        self._weight = ELEMENTS[desc.element].acc_ctype(desc.weight)
+
+    @classmethod
+    def select(cls, stream: object, desc: BinaryParamBackwardDescriptor,
+               pref: PlanPreference | None = None) -> BinaryParamBackwardPlan:  # fmt: skip
+        check_binary_param(cls.NAME, desc.kind, desc.shape, desc.element, desc.weight)
+        s = Stream.wrap(stream)
+        device_id = cls._device_for(s)
+        module = load_module(LERP_SOURCE, desc.element, device_id)
+        return cls(desc, s, device_id, pref or PlanPreference(), module)
+
+    def sku(self) -> KernelSku:
+        return KernelSku(OpCategory.BINARY_ELEMENTWISE, "lerp_backward", self.desc.element,
+                         self._module.arch, BackendKind.NVRTC, "vec16|strided",
+                         lerp_precision(self.desc.element))  # fmt: skip
+
+    def _bind(self, args: BinaryParamBackwardArgs, stream: Stream) -> tuple[TensorView, ...]:
+        shape, el = self.desc.shape, self.desc.element
+        return (
+            self._view("dy", args.dy, stream, shape, el),
+            self._view("da", args.da, stream, shape, el, output=True),
+            self._view("db", args.db, stream, shape, el, output=True),
+        )
+
+    def _launch(self, stream: Stream, workspace: Workspace,
+                views: tuple[TensorView, ...]) -> None:  # fmt: skip
+        launch_elementwise(self._module, "lerp_bwd", stream, views, self._weight)

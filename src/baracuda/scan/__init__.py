@@ -1,0 +1,1 @@
+"""Axis scans: cumsum, cumprod, cummax, cummin, logcumsumexp, forward and backward."""

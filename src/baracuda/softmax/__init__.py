@@ -1,0 +1,1 @@
+"""Softmax-family ops: sparsemax forward and backward."""
