@@ -91,7 +91,7 @@ class Stream:
 
     def device_id(self) -> int | None:
         """The device of a created stream; None for the default streams (any device)."""
-        if self._device_id is None and not self.is_default:
+        if self._device_id is None and not self.is_default:  # a default stream follows its user
             self._device_id = int(check(driver().cuStreamGetDevice(self.cu), "cuStreamGetDevice"))
         return self._device_id
 

@@ -103,9 +103,13 @@ def view_of(obj: object, dlpack_stream: int) -> TensorView:
     """
     if isinstance(obj, TensorView):
         return obj
+    own = getattr(obj, "__baracuda_view__", None)  # outputs baracuda allocated itself (JAX)
+    if own is not None:
+        view: TensorView = own()
+        return view
     from baracuda._interop import fast_view
 
-    view = fast_view(obj, dlpack_stream)
-    if view is not None:
-        return view
+    fast = fast_view(obj, dlpack_stream)
+    if fast is not None:
+        return fast
     return _from_dlpack(obj, dlpack_stream)

@@ -1,0 +1,122 @@
+"""``python -m baracuda {info, compile, check, bench}``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import time
+
+from baracuda._check import FAMILIES
+
+
+def _import_families() -> None:
+    """Import every plan module, so every kernel source is registered."""
+    for fam in FAMILIES:
+        try:
+            pkg = importlib.import_module(f"baracuda.{fam}")
+        except ModuleNotFoundError:
+            continue
+        for info in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"baracuda.{fam}.{info.name}")
+
+
+def cmd_info(_: argparse.Namespace) -> int:
+    import platform
+
+    from baracuda import __version__
+    from baracuda._cuda.compiler import cache_dir, cuda_include_dir, nvrtc_version
+    from baracuda._cuda.driver import device_count
+
+    print(f"baracuda {__version__}  python {platform.python_version()}")
+    for mod in ("cuda.core", "cuda.bindings", "cuda.pathfinder", "numpy", "array_api_compat"):
+        try:
+            m = importlib.import_module(mod)
+            print(f"  {mod:<18} {getattr(m, '__version__', '?')}")
+        except ImportError:
+            print(f"  {mod:<18} not installed")
+    try:
+        print(f"  NVRTC              {'.'.join(map(str, nvrtc_version()))}")
+        print(f"  CUDA headers       {cuda_include_dir()}")
+    except Exception as exc:
+        print(f"  NVRTC              unavailable ({exc})")
+    n = device_count()
+    if n == 0:
+        print("GPU: none (the functional API runs the array-API path)")
+    else:
+        from baracuda._cuda.device import device_info
+
+        for i in range(n):
+            d = device_info(i)
+            print(f"GPU {i}: {d.name}  {d.arch}  {d.sm_count} SMs  L2 {d.l2_bytes >> 20} MiB")
+    path = cache_dir()
+    files = list(path.glob("**/*")) if path.exists() else []
+    size = sum(f.stat().st_size for f in files if f.is_file())
+    print(f"kernel cache: {path}  ({len([f for f in files if f.is_file()])} files, "
+          f"{size / 2**20:.1f} MiB)")  # fmt: skip
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from baracuda._cuda.compiler import compile_cubin, registered_sources
+    from baracuda._cuda.driver import gpu_available
+
+    _import_families()
+    arches = args.arch
+    if not arches:
+        if gpu_available():
+            from baracuda._cuda.device import device_info
+
+            arches = [device_info(0).arch]
+        else:
+            arches = ["sm_90"]
+    jobs = [(s, e, a) for s in registered_sources() for e in s.elements for a in arches]
+    t0 = time.perf_counter()
+    for i, (src, el, arch) in enumerate(jobs, 1):
+        t = time.perf_counter()
+        cubin = compile_cubin(src, el, arch)
+        print(f"[{i:3d}/{len(jobs)}] {src.name:<28} {el.value:<5} {arch:<6} "
+              f"{len(cubin) / 1024:7.1f} KiB  {time.perf_counter() - t:5.2f} s")  # fmt: skip
+        sys.stdout.flush()
+    print(f"compiled {len(jobs)} programs in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from baracuda._check import run_check
+
+    return 1 if run_check(args.backend, args.ops) else 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from baracuda._bench import run_bench
+
+    run_bench(args.ops, args.json, args.plot, host=not args.no_host)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m baracuda", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="versions, GPU, arch, kernel cache").set_defaults(fn=cmd_info)
+    c = sub.add_parser("compile", help="compile every kernel instantiation into the cache")
+    c.add_argument("--arch", action="append", help="sm_XY (repeatable); default: the GPU's")
+    c.set_defaults(fn=cmd_compile)
+    k = sub.add_parser("check", help="run every op against float64 truth, print a table")
+    k.add_argument("--backend", choices=["cuda", "array-api"], default=None)
+    k.add_argument("--ops", nargs="*", help="only these ops (prefix match)")
+    k.set_defaults(fn=cmd_check)
+    b = sub.add_parser("bench", help="time every op against torch on this GPU")
+    b.add_argument("--ops", nargs="*", help="only these ops (prefix match)")
+    b.add_argument("--json", help="write the results here")
+    b.add_argument("--plot", help="write a PNG plot here (needs matplotlib)")
+    b.add_argument("--no-host", action="store_true", help="skip the host-overhead table")
+    b.set_defaults(fn=cmd_bench)
+    args = p.parse_args(argv)
+    rc: int = args.fn(args)
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""``python -m baracuda bench``: device time of every bench case beside its peers, in one run
+on one card, with the card's measured copy bandwidth as the roofline."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from baracuda._check import family_cases
+from baracuda._harness import BenchCase
+
+__all__ = ["run_bench", "time_device", "copy_bandwidth"]
+
+
+def time_device(fn: Callable[[], None], *, warmup_ms: float = 25, rep_ms: float = 100) -> dict[
+    str, float
+]:
+    """Median (and 20th/80th percentiles) in ms of ``fn`` timed with CUDA events, L2 flushed
+    between repetitions (triton's ``do_bench`` when present, same method otherwise)."""
+    import torch
+
+    try:
+        from triton.testing import do_bench
+
+        q = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
+        return {"ms": float(q[0]), "p20": float(q[1]), "p80": float(q[2])}
+    except ImportError:
+        pass
+    flush = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    times: list[float] = []
+    deadline = time.perf_counter() + (warmup_ms + rep_ms) / 1e3
+    while time.perf_counter() < deadline or len(times) < 5:
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    k = len(times)
+    return {"ms": statistics.median(times), "p20": times[k // 5], "p80": times[(4 * k) // 5]}
+
+
+def copy_bandwidth() -> float:
+    """Device copy bandwidth in bytes/s: 1 GiB fp32 ``copy_``, read + write bytes counted."""
+    import torch
+
+    n = 2**28
+    src = torch.rand(n, device="cuda")
+    dst = torch.empty_like(src)
+    t = time_device(lambda: dst.copy_(src))
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * n * 4 / (t["ms"] / 1e3)
+
+
+def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
+    """Host time per call (µs) of small launches: baracuda's plan.run and functional lerp
+    next to torch.lerp, queue kept non-empty, averaged over ``calls``."""
+    import torch
+
+    import baracuda as bc
+
+    a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    out = torch.empty_like(a)
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((n,), bc.ElementKind.F32, 0.3))
+    args = bc.BinaryParamArgs(a, b, out)
+    ws = bc.Workspace.none()
+    fns: dict[str, Callable[[], object]] = {
+        "baracuda plan.run": lambda: plan.run(s, ws, args),
+        "baracuda.lerp": lambda: bc.lerp(a, b, 0.3),
+        "torch.lerp(out=)": lambda: torch.lerp(a, b, 0.3, out=out),
+        "torch.lerp": lambda: torch.lerp(a, b, 0.3),
+    }
+    rows = []
+    for name, fn in fns.items():
+        for _ in range(100):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        rows.append({"call": name, "n": n, "host_us": (t1 - t0) / calls * 1e6})
+    return rows
+
+
+def run_bench(ops: list[str] | None = None, json_path: str | None = None,
+              plot_path: str | None = None, host: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+    import torch
+
+    if not torch.cuda.is_available():
+        print("baracuda bench: needs a CUDA GPU and torch with CUDA", file=sys.stderr)
+        raise SystemExit(2)
+    card = torch.cuda.get_device_name()
+    bw = copy_bandwidth()
+    print(f"card: {card}   measured copy bandwidth: {bw / 1e9:.0f} GB/s (1 GiB fp32 copy_)")
+    cases: list[BenchCase] = family_cases("bench_cases")
+    if ops:
+        cases = [c for c in cases if any(c.op == o or c.op.startswith(o + "_") for o in ops)]
+    rows: list[dict[str, Any]] = []
+    hdr = (f"{'op':<24} {'shape':<18} {'dtype':<5} {'ours us':>9} {'GB/s':>7} {'%bw':>5} "
+           f"{'peer':<14} {'peer us':>9} {'speedup':>8}")  # fmt: skip
+    print(hdr)
+    print("-" * len(hdr))
+    for case in cases:
+        setup = case.setup()
+        ours = time_device(setup.ours)
+        gbs = setup.bytes_moved / (ours["ms"] / 1e3) / 1e9
+        row: dict[str, Any] = {
+            "op": case.op, "shape": list(case.shape), "label": case.label,
+            "dtype": case.element.value, "card": card, "bytes": setup.bytes_moved,
+            "ours_us": ours["ms"] * 1e3, "ours_p20_us": ours["p20"] * 1e3,
+            "ours_p80_us": ours["p80"] * 1e3, "gbps": gbs, "frac_bw": gbs * 1e9 / bw,
+            "peers": {}, "notes": setup.notes,
+        }  # fmt: skip
+        for name, fn in setup.peers.items():
+            try:
+                t = time_device(fn)
+                row["peers"][name] = t["ms"] * 1e3
+            except Exception as exc:  # a peer that cannot run is reported, not fatal
+                row["peers"][name] = None
+                row["notes"][name] = f"{type(exc).__name__}: {exc}"[:200]
+        del setup
+        torch.cuda.empty_cache()
+        shape = "x".join(map(str, case.shape)) + (f" {case.label}" if case.label else "")
+        first = True
+        for name, us in (row["peers"] or {"-": None}).items():
+            lead = (f"{case.op:<24} {shape:<18} {case.element.value:<5} {row['ours_us']:9.1f} "
+                    f"{gbs:7.0f} {100 * row['frac_bw']:4.0f}%") if first else " " * 73  # fmt: skip
+            peer = f"{name:<14} {us:9.1f} {us / row['ours_us']:7.2f}x" if us else f"{name:<14} n/a"
+            print(f"{lead} {peer}")
+            first = False
+        rows.append(row)
+        sys.stdout.flush()
+    result: dict[str, Any] = {"card": card, "copy_bandwidth_gbps": bw / 1e9, "rows": rows}
+    if host:
+        result["host"] = host_overhead()
+        print("\nhost time per call, 1024 fp32 elements:")
+        for h in result["host"]:
+            print(f"  {h['call']:<22} {h['host_us']:6.1f} us")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=1)
+    if plot_path:
+        _plot(result, plot_path)
+    return rows
+
+
+def _plot(result: dict[str, Any], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot (pip install 'baracuda[plot]')")
+        return
+    rows = result["rows"]
+    labels = [f"{r['op']} {'x'.join(map(str, r['shape']))} {r['label']} {r['dtype']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 1.5))
+    y = range(len(rows))
+    ax.barh([i + 0.2 for i in y], [r["ours_us"] for r in rows], height=0.4, label="baracuda")
+    best = [min((v for v in r["peers"].values() if v), default=0) for r in rows]
+    ax.barh([i - 0.2 for i in y], best, height=0.4, label="best peer (torch / torch.compile)")
+    ax.set_yticks(list(y), labels, fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("time (us, log)")
+    ax.set_title(f"baracuda vs peers on {result['card']}")
+    ax.invert_yaxis()
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)

@@ -1,0 +1,166 @@
+"""What every functional op shares: CPU or CUDA, the stream, outputs in the caller's
+framework, a plan cache and workspaces."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from typing import Any, Protocol, TypeVar
+
+from baracuda._cuda.memory import Workspace
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView
+from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS, element_kind_of
+from baracuda._interop import current_stream_handle, framework_of, reject_tracer
+from baracuda._xp import namespace
+from baracuda.types import ElementKind, IndexElementKind
+
+__all__ = [
+    "is_cuda_array",
+    "device_of",
+    "resolve_stream",
+    "element_of",
+    "empty_like",
+    "finish",
+    "cached_plan",
+    "workspace_for",
+]
+
+
+def device_of(x: object) -> tuple[int, int]:
+    """(DLPack device type, device id) of ``x``; (1, 0) for arrays without DLPack."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return (DL_CUDA, x.get_device()) if x.is_cuda else (1, 0)
+    dev = getattr(x, "__dlpack_device__", None)
+    if dev is None:
+        return (1, 0)
+    t, i = dev()
+    return int(t), int(i)
+
+
+def is_cuda_array(x: object, op: str = "op") -> bool:
+    reject_tracer(x, op)
+    return device_of(x)[0] in (DL_CUDA, DL_CUDA_MANAGED)
+
+
+def resolve_stream(stream: object, like: object) -> Stream:
+    """``stream`` wrapped; when None, the current stream of ``like``'s framework on its device
+    (torch, cupy) or the legacy default stream (JAX, others)."""
+    dev = device_of(like)[1]
+    if stream is not None:
+        return Stream.wrap(stream)
+    handle = current_stream_handle(like, dev)
+    return Stream(handle if handle is not None else 0, device_id=dev)
+
+
+def element_of(x: Any) -> ElementKind:
+    return element_kind_of(x.dtype)
+
+
+class _PlanLike(Protocol):
+    def workspace_size(self) -> int: ...
+
+
+P = TypeVar("P")
+
+
+_plans: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_plans_lock = threading.Lock()
+_MAX_PLANS = 512
+
+
+def cached_plan(cls: Any, stream: Stream, desc: Any) -> Any:
+    """``cls.select(stream, desc)`` once per (class, descriptor, device); LRU-bounded."""
+    key = (cls, desc, stream.device_id())
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
+    plan = cls.select(stream, desc)
+    with _plans_lock:
+        _plans[key] = plan
+        if len(_plans) > _MAX_PLANS:
+            _plans.popitem(last=False)
+    return plan
+
+
+def workspace_for(plan: _PlanLike, stream: Stream) -> Workspace:
+    """A workspace of ``plan.workspace_size()`` bytes (stream-ordered), or none."""
+    need = plan.workspace_size()
+    return Workspace.allocate(need, stream) if need > 0 else Workspace.none()
+
+
+class JaxOutput:
+    """An output buffer baracuda allocates for a JAX caller (JAX arrays are immutable),
+    handed to JAX through DLPack by ``finish``."""
+
+    __slots__ = ("_buffer", "_view", "dtype_name", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype_name: str, device_id: int,
+                 dlpack: tuple[int, int], stream: Stream) -> None:  # fmt: skip
+        from baracuda._cuda.device import core_device, ensure_current
+        from baracuda._layout import contiguous_strides, numel
+
+        ensure_current(device_id)
+        dev = core_device(device_id)
+        nbytes = max(numel(shape) * dlpack[1] // 8, 1)
+        self._buffer = dev.allocate(nbytes, stream=dev.create_stream(stream))
+        self.shape = shape
+        self.dtype_name = dtype_name
+        self._view = TensorView(int(self._buffer.handle), shape, contiguous_strides(shape),
+                                dlpack, DL_CUDA, device_id, False, self._buffer)  # fmt: skip
+
+    def __baracuda_view__(self) -> TensorView:
+        return self._view
+
+    def to_jax(self) -> Any:
+        import jax.dlpack
+        import numpy as np
+        from cuda.core.utils import StridedMemoryView
+
+        dtype = np.dtype(self.dtype_name) if self.dtype_name != "bfloat16" else _bf16()
+        smv = StridedMemoryView.from_buffer(self._buffer, self.shape, dtype=dtype)
+        return jax.dlpack.from_dlpack(smv)
+
+
+def _bf16() -> Any:
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16
+
+
+def empty_like(x: Any, shape: tuple[int, ...] | None = None, dtype: object = None,
+               stream: Stream | None = None) -> Any:  # fmt: skip
+    """An uninitialised array on ``x``'s device in ``x``'s framework (a ``JaxOutput`` for JAX,
+    see ``finish``). ``dtype``: None (``x``'s), an ``ElementKind``, or "int64"/"int32"."""
+    shp = tuple(x.shape) if shape is None else shape
+    fw = framework_of(x)
+    if dtype is None:
+        name = ELEMENTS[element_of(x)].numpy_name
+    elif isinstance(dtype, ElementKind):
+        name = ELEMENTS[dtype].numpy_name
+    elif isinstance(dtype, IndexElementKind):
+        name = INDEX_ELEMENTS[dtype][1]
+    else:
+        name = str(dtype)
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        return torch.empty(shp, dtype=getattr(torch, name), device=x.device)
+    if fw == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(x.device.id):
+            return cupy.empty(shp, dtype=name if name != "bfloat16" else _bf16())
+    if fw == "jax":
+        dev = device_of(x)[1]
+        s = stream if stream is not None else Stream(0, device_id=dev)
+        dl = {**{ELEMENTS[k].numpy_name: ELEMENTS[k].dlpack for k in ELEMENTS},
+              **{v[1]: v[2] for v in INDEX_ELEMENTS.values()}}[name]  # fmt: skip
+        return JaxOutput(shp, name, dev, dl, s)
+    xp = namespace(x)
+    return xp.empty(shp, dtype=getattr(xp, name))
+
+
+def finish(out: Any) -> Any:
+    """The array handed back to the caller: JAX outputs become JAX arrays, others pass."""
+    return out.to_jax() if isinstance(out, JaxOutput) else out

@@ -1,0 +1,91 @@
+"""Framework adapters: which framework an array comes from, its current stream, outputs in
+its own type, and fast paths around DLPack. Nothing here imports a framework: it looks in
+``sys.modules`` for the ones the caller already imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from baracuda._cuda.view import DL_CUDA, TensorView
+from baracuda.errors import Unsupported
+
+__all__ = ["framework_of", "fast_view", "current_stream_handle", "reject_tracer"]
+
+_TORCH_DTYPES: dict[Any, tuple[int, int]] = {}
+
+
+def framework_of(x: object) -> str:
+    """"torch", "cupy", "jax", "numpy" or the top-level module name of ``type(x)``."""
+    mod = type(x).__module__.split(".", 1)[0]
+    if mod in ("jaxlib", "jax"):
+        return "jax"
+    return mod
+
+
+def _torch_dtypes(torch: Any) -> dict[Any, tuple[int, int]]:
+    if not _TORCH_DTYPES:
+        _TORCH_DTYPES.update({
+            torch.float32: (2, 32), torch.float16: (2, 16), torch.bfloat16: (4, 16),
+            torch.float64: (2, 64), torch.int32: (0, 32), torch.int64: (0, 64),
+            torch.uint8: (1, 8), torch.int8: (0, 8),
+        })  # fmt: skip
+    return _TORCH_DTYPES
+
+
+def _torch_stream(torch: Any, device: int) -> int:
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return int(raw(device)) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:
+    """A view of a torch CUDA tensor read off its attributes, when DLPack's stream ordering
+    would be a no-op (the run's stream is the tensor's current stream); else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(obj, torch.Tensor) or not obj.is_cuda:
+        return None
+    dtype = _torch_dtypes(torch).get(obj.dtype)
+    if dtype is None:
+        return None
+    dev = obj.get_device()
+    if dlpack_stream != -1:
+        cur = _torch_stream(torch, dev)
+        if cur != dlpack_stream and not (cur == 0 and dlpack_stream == 1):
+            return None  # DLPack orders torch's pending work before our stream
+    return TensorView(
+        ptr=obj.data_ptr(),
+        shape=tuple(obj.shape),
+        strides=tuple(obj.stride()),
+        dtype=dtype,
+        device_type=DL_CUDA,
+        device_id=dev,
+        readonly=False,
+        owner=obj,
+    )
+
+
+def current_stream_handle(x: object, device: int) -> int | None:
+    """The caller's framework's current stream on ``device`` (torch, cupy), else None."""
+    fw = framework_of(x)
+    if fw == "torch":
+        return _torch_stream(sys.modules["torch"], device)
+    if fw == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device):
+            return int(cupy.cuda.get_current_stream().ptr)
+    return None
+
+
+def reject_tracer(x: object, op: str) -> None:
+    """JAX tracers (inside ``jax.jit``) have no memory to hand to a kernel."""
+    if framework_of(x) == "jax":
+        jax = sys.modules.get("jax")
+        core = getattr(jax, "core", None)
+        tracer = getattr(core, "Tracer", None)
+        if tracer is not None and isinstance(x, tracer):
+            raise Unsupported(
+                f"baracuda.{op}: called inside jax.jit (got a {type(x).__name__}); calls from "
+                "traced JAX code need an XLA FFI binding, which baracuda does not provide yet. "
+                "Call it eagerly, outside jit."
+            )

@@ -1,0 +1,49 @@
+"""Shared fixtures. GPU tests carry ``@pytest.mark.gpu`` and skip cleanly without a GPU."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+
+def _cuda_ok() -> bool:
+    from baracuda._cuda.driver import gpu_available
+
+    if not gpu_available():
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+HAS_GPU = _cuda_ok()
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    if HAS_GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (and torch with CUDA)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def torch_dtype() -> Any:
+    import torch
+
+    from baracuda.types import ElementKind
+
+    return {ElementKind.F32: torch.float32, ElementKind.F16: torch.float16,
+            ElementKind.BF16: torch.bfloat16, ElementKind.F64: torch.float64}  # fmt: skip
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory: Any) -> None:
+    """Tests compile into their own cache unless BARACUDA_CACHE_DIR is set by the caller."""
+    if "BARACUDA_CACHE_DIR" not in os.environ:
+        os.environ["BARACUDA_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernel-cache"))

@@ -1,0 +1,234 @@
+"""Lerp forward and backward on the GPU against the float64 reference, every dtype and layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import baracuda as bc
+from baracuda.elementwise import reference
+from baracuda.types import ElementKind
+from tests.helpers import assert_close, poisoned, torch_dtype
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+ELEMENTS = list(ElementKind)
+WEIGHTS = [0.0, 0.3, 0.5, 0.75, 1.0, -0.4, 1.7]
+
+
+def _ref_lerp(a: torch.Tensor, b: torch.Tensor, w: float) -> np.ndarray:
+    return reference.lerp(a.detach().double().cpu().numpy(), b.detach().double().cpu().numpy(), w)
+
+
+def _views(shape: tuple[int, ...], dt: torch.dtype) -> dict[str, torch.Tensor]:
+    """Inputs of several layouts with the same logical shape."""
+    base = torch.randn(shape, device="cuda").to(dt)
+    big = torch.randn(tuple(2 * d + 1 for d in shape), device="cuda").to(dt)
+    sl = tuple(slice(1, 2 * d + 1, 2) for d in shape)
+    out = {"contiguous": base, "strided": big[sl]}
+    if len(shape) >= 2:
+        out["transposed"] = torch.randn(shape[::-1], device="cuda").to(dt).transpose(0, -1)
+        if out["transposed"].shape != base.shape:
+            del out["transposed"]
+    # misaligned by one element: not 16-byte aligned, takes the strided kernel
+    flat = torch.randn(base.numel() + 1, device="cuda").to(dt)
+    out["offset"] = flat[1:].view(shape)
+    return out
+
+
+SHAPES = [(1,), (7,), (1000,), (1023,), (3, 5), (37, 1029), (4, 1, 9, 5), (2, 3, 4, 5, 6, 7, 2, 3)]
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_lerp_forward_layouts(element: ElementKind, shape: tuple[int, ...]) -> None:
+    dt = torch_dtype(element)
+    views_a, views_b = _views(shape, dt), _views(shape, dt)
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    for w in (0.3, 0.75):
+        plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor(shape, element, w))
+        for name in views_a:
+            a, b = views_a[name], views_b[name]
+            out = poisoned(shape, element)
+            plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(a, b, out))
+            assert_close(out, _ref_lerp(a, b, w), element, what=f"lerp {name} w={w}")
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("w", WEIGHTS)
+def test_lerp_weights_and_functional(element: ElementKind, w: float) -> None:
+    dt = torch_dtype(element)
+    a = torch.randn(513, 33, device="cuda").to(dt)
+    b = torch.randn(513, 33, device="cuda").to(dt)
+    out = bc.lerp(a, b, w)
+    assert isinstance(out, torch.Tensor) and out.dtype == dt and out.device == a.device
+    assert_close(out, _ref_lerp(a, b, w), element, what=f"lerp w={w}")
+    if element is not ElementKind.BF16 or True:
+        # torch.lerp computes half types in f32 too: results equal bit for bit
+        torch.testing.assert_close(out, torch.lerp(a, b, w), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_lerp_backward_layouts(element: ElementKind, shape: tuple[int, ...]) -> None:
+    dt = torch_dtype(element)
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    w = 0.3
+    plan = bc.BinaryParamBackwardPlan.select(s, bc.BinaryParamBackwardDescriptor(shape, element, w))
+    for name, dy in _views(shape, dt).items():
+        da, db = poisoned(shape, element), poisoned(shape, element)
+        # outputs strided too
+        if len(shape) >= 2 and name == "transposed":
+            da = poisoned(shape[::-1], element).transpose(0, -1)
+        plan.run(s, bc.Workspace.none(), bc.BinaryParamBackwardArgs(dy, da, db))
+        g = dy.double().cpu().numpy()
+        assert_close(da, (1 - w) * g, element, what=f"da {name}")
+        assert_close(db, w * g, element, what=f"db {name}")
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_lerp_backward_matches_autograd(element: ElementKind) -> None:
+    dt = torch_dtype(element)
+    a = torch.randn(257, 65, device="cuda", dtype=dt, requires_grad=True)
+    b = torch.randn(257, 65, device="cuda", dtype=dt, requires_grad=True)
+    dy = torch.randn(257, 65, device="cuda", dtype=dt)
+    ga, gb = torch.autograd.grad(torch.lerp(a, b, 0.3), (a, b), dy)
+    da, db = bc.lerp_backward(dy, 0.3)
+    torch.testing.assert_close(da, ga)
+    torch.testing.assert_close(db, gb)
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_empty(element: ElementKind) -> None:
+    dt = torch_dtype(element)
+    for shape in [(0,), (3, 0), (0, 5, 2)]:
+        a = torch.empty(shape, device="cuda", dtype=dt)
+        assert bc.lerp(a, a, 0.5).shape == shape
+        da, db = bc.lerp_backward(a, 0.5)
+        assert da.shape == db.shape == shape
+
+
+def test_rank0() -> None:
+    a, b = torch.tensor(1.0, device="cuda"), torch.tensor(3.0, device="cuda")
+    assert bc.lerp(a, b, 0.25).item() == 1.5
+
+
+def test_large_64bit_indexing() -> None:
+    """More than 2^31 elements of f16 cross the 32-bit index boundary."""
+    n = 2**31 + 123
+    try:
+        dy = torch.empty(n, device="cuda", dtype=torch.float16)
+    except torch.OutOfMemoryError:
+        pytest.skip("not enough GPU memory")
+    dy[-1000:] = 2.0
+    dy[:1000] = 4.0
+    da, db = bc.lerp_backward(dy, 0.25)
+    assert da[-1].item() == 1.5 and db[-1].item() == 0.5 and da[0].item() == 3.0
+    del dy, da, db
+    torch.cuda.empty_cache()
+
+
+def test_cupy_and_jax_inputs() -> None:
+    cupy = pytest.importorskip("cupy")
+    a = cupy.random.standard_normal((99, 7), dtype=cupy.float32)
+    b = cupy.random.standard_normal((99, 7), dtype=cupy.float32)
+    out = bc.lerp(a, b, 0.4)
+    assert isinstance(out, cupy.ndarray)
+    np.testing.assert_allclose(out.get(), reference.lerp(a.get(), b.get(), 0.4), rtol=1e-6)
+    a_s = a[::2, ::3]
+    out_s = bc.lerp(a_s, b[::2, ::3], 0.4)
+    np.testing.assert_allclose(out_s.get(), reference.lerp(a_s.get(), b[::2, ::3].get(), 0.4),
+                               rtol=1e-6)  # fmt: skip
+
+
+def test_jax_inputs() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    a = jnp.arange(1000, dtype=jnp.float32) / 7
+    b = jnp.ones(1000, dtype=jnp.float32)
+    out = bc.lerp(a, b, 0.25)
+    assert type(out).__module__.startswith("jax")
+    np.testing.assert_allclose(np.asarray(out), reference.lerp(np.asarray(a), np.asarray(b), 0.25),
+                               rtol=1e-6)  # fmt: skip
+    da, db = bc.lerp_backward(a, 0.25)
+    np.testing.assert_allclose(np.asarray(db), 0.25 * np.asarray(a), rtol=1e-6)
+
+
+def test_stream_ordering() -> None:
+    """A producer's pending work on another stream is finished before our kernel reads."""
+    side = torch.cuda.Stream()
+    main = torch.cuda.current_stream()
+    for _ in range(3):
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(50_000_000)  # ~tens of ms of GPU time before the write
+            a = torch.full((1 << 20,), 2.0, device="cuda")
+            b = torch.full((1 << 20,), 4.0, device="cuda")
+        # our stream is `main`; the DLPack path makes it wait for `side`
+        out = torch.empty_like(a)
+        plan = bc.BinaryParamPlan.select(main, bc.BinaryParamDescriptor(a.shape, bc.ElementKind.F32,
+                                                                         0.5))  # fmt: skip
+        plan.run(main, bc.Workspace.none(), bc.BinaryParamArgs(a, b, out))
+        torch.cuda.synchronize()
+        assert torch.all(out == 3.0)
+
+
+def test_cuda_graph_capture() -> None:
+    a = torch.randn(4096, device="cuda")
+    b = torch.randn(4096, device="cuda")
+    out = torch.empty_like(a)
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((4096,), bc.ElementKind.F32,
+                                                                     0.5))  # fmt: skip
+        plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(a, b, out))  # warm
+        with torch.cuda.graph(g, stream=s):
+            plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(a, b, out))
+    torch.cuda.current_stream().wait_stream(s)
+    a.copy_(torch.randn(4096, device="cuda"))
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, torch.lerp(a, b, 0.5))
+
+
+def test_errors_name_the_field() -> None:
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((8, 8), bc.ElementKind.F32, 0.5))
+    a = torch.randn(8, 8, device="cuda")
+    with pytest.raises(bc.InvalidProblem, match=r"b\.shape must be \(8, 8\) \(got \(8, 9\)\)"):
+        plan.can_implement(bc.BinaryParamArgs(a, torch.randn(8, 9, device="cuda"), a))
+    with pytest.raises(bc.InvalidProblem, match="b dtype must be f32"):
+        plan.can_implement(bc.BinaryParamArgs(a, a.double(), a))
+    with pytest.raises(bc.InvalidProblem, match="CUDA device memory"):
+        plan.can_implement(bc.BinaryParamArgs(a, a.cpu(), a))
+    with pytest.raises(bc.InvalidProblem, match="out has overlapping elements"):
+        plan.can_implement(bc.BinaryParamArgs(a, a, torch.randn(8, 1, device="cuda").expand(8, 8)))
+    with pytest.raises(bc.InvalidProblem, match="b is required"):
+        plan.can_implement(bc.BinaryParamArgs(a, None, a))
+    with pytest.raises(bc.InvalidProblem, match="shapes|shape"):
+        bc.lerp(a, torch.randn(4, device="cuda"), 0.5)
+    if torch.cuda.device_count() > 1:
+        other = torch.randn(8, 8, device="cuda:1")
+        with pytest.raises(bc.InvalidProblem, match="on device 1"):
+            plan.can_implement(bc.BinaryParamArgs(a, other, a))
+
+
+def test_workspace_too_small_and_sku() -> None:
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((8,), bc.ElementKind.BF16, 0.5))
+    assert plan.workspace_size() == 0
+    sku = plan.sku()
+    assert sku.arch.startswith("sm_") and sku.element is bc.ElementKind.BF16
+    assert plan.precision_guarantee().deterministic
+    ws = bc.Workspace.allocate(1024, s)
+    assert ws.nbytes == 1024
+    t = torch.empty(100, dtype=torch.uint8, device="cuda")
+    ws2 = bc.Workspace.from_tensor(t)
+    assert ws2.nbytes == 100
+    with pytest.raises(bc.WorkspaceTooSmall, match="needs 4096"):
+        plan._check_workspace(ws2, 4096)

@@ -1,0 +1,65 @@
+"""Test helpers: dtype tables, poisoned outputs, comparisons that show the mismatches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from baracuda.types import ElementKind
+
+# (rtol, atol) against a float64 reference, per element type
+TOLERANCES: dict[ElementKind, tuple[float, float]] = {
+    ElementKind.F32: (2e-5, 2e-6),
+    ElementKind.F16: (2e-3, 2e-3),
+    ElementKind.BF16: (1.6e-2, 1.6e-2),
+    ElementKind.F64: (1e-12, 1e-13),
+}
+
+TORCH_NAMES = {ElementKind.F32: "float32", ElementKind.F16: "float16",
+               ElementKind.BF16: "bfloat16", ElementKind.F64: "float64"}  # fmt: skip
+
+
+def torch_dtype(element: ElementKind) -> Any:
+    import torch
+
+    return getattr(torch, TORCH_NAMES[element])
+
+
+def poisoned(shape: tuple[int, ...], element: ElementKind, *, like_strides_of: Any = None) -> Any:
+    """A CUDA tensor of NaN: every element a kernel fails to write stays NaN."""
+    import torch
+
+    t = torch.full(shape, float("nan"), dtype=torch_dtype(element), device="cuda")
+    return t
+
+
+def assert_close(out: Any, ref: Any, element: ElementKind, *, scale: float = 1.0,
+                 what: str = "") -> None:  # fmt: skip
+    """``out`` (any tensor/array) against a float64 ``ref``; reports the worst mismatches."""
+    o = _np64(out)
+    r = _np64(ref)
+    assert o.shape == r.shape, f"{what}: shape {o.shape} != reference {r.shape}"
+    rtol, atol = TOLERANCES[element]
+    rtol, atol = rtol * scale, atol * scale
+    bad = ~(np.abs(o - r) <= atol + rtol * np.abs(r))
+    bad &= ~(np.isnan(o) & np.isnan(r))
+    bad &= ~((o == r) & np.isinf(r))
+    if bad.any():
+        idx = np.argwhere(bad)[:8]
+        lines = [f"  at {tuple(int(j) for j in i)}: got {o[tuple(i)]!r}, want {r[tuple(i)]!r}"
+                 for i in idx]  # fmt: skip
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {o.size} elements differ (rtol {rtol}, atol {atol}):\n"
+            + "\n".join(lines)
+        )
+
+
+def _np64(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):
+        import torch
+
+        return x.detach().to("cpu", torch.float64).numpy()
+    if type(x).__module__.startswith("cupy"):
+        return np.asarray(x.get(), dtype=np.float64)
+    return np.asarray(x).astype(np.float64)
