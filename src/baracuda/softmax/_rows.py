@@ -1,0 +1,137 @@
+"""Rows of a tensor along an axis, and the sparsemax kernel variant that runs them.
+
+Both sparsemax plans map their tensors to ``rows`` rows of ``n`` elements (the outer dims
+coalesced, one axis stride per tensor) and pick a kernel by ``n`` from one table.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from baracuda._cuda.abi import shape_arg, strides_arg
+from baracuda._cuda.compiler import KernelSource, register_source
+from baracuda._cuda.launch import MAX_GRID_X, launch
+from baracuda._cuda.module import LoadedModule
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView
+from baracuda._layout import numel, split_axis
+from baracuda.errors import InvalidProblem
+from baracuda.types import ElementKind, MathPrecision, PrecisionGuarantee
+
+__all__ = [
+    "SPARSEMAX_SOURCE",
+    "Variant",
+    "VARIANTS",
+    "variant_for",
+    "launch_rows",
+    "sparsemax_precision",
+    "check_in_place",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A kernel variant: ``per_thread`` values per thread in registers, ``group`` threads per
+    row (a warp or the block), ``block`` threads per block; ``max_n`` 0 means any length."""
+
+    name: str
+    per_thread: int
+    group: int
+    block: int
+
+    @property
+    def max_n(self) -> int:
+        return self.per_thread * self.group
+
+    @property
+    def rows_per_block(self) -> int:
+        return self.block // self.group
+
+
+# Smallest first; the last one (streaming, one block per row) takes rows of any length.
+VARIANTS: tuple[Variant, ...] = (
+    Variant("4x32", 4, 32, 256),
+    Variant("32x32", 32, 32, 256),
+    Variant("16x512", 16, 512, 512),
+    Variant("stream", 0, 512, 512),
+)
+
+SPARSEMAX_SOURCE = register_source(
+    KernelSource(
+        "softmax",
+        "sparsemax.cu",
+        tuple(f"sparsemax_{d}_{v.name}" for d in ("fwd", "bwd") for v in VARIANTS),
+    )
+)
+
+
+def variant_for(n: int) -> Variant:
+    """The register variant that holds a row of ``n`` elements, else the streaming one."""
+    for v in VARIANTS:
+        if v.per_thread and n <= v.max_n:
+            return v
+    return VARIANTS[-1]
+
+
+def sparsemax_precision(element: ElementKind) -> PrecisionGuarantee:
+    f64 = element is ElementKind.F64
+    return PrecisionGuarantee(
+        math_precision=MathPrecision.F64 if f64 else MathPrecision.F32,
+        accumulator=ElementKind.F64 if f64 else ElementKind.F32,
+        bit_stable_on_same_hardware=True,
+        deterministic=True,  # fixed reduction trees, ordered compaction, no atomics
+    )
+
+
+def check_in_place(plan: str, out: tuple[str, TensorView], *inputs: tuple[str, TensorView]) -> None:
+    """An output may be an input itself (same pointer and strides: each element is read
+    before the same thread writes it); the same pointer with other strides is refused.
+    Partial overlaps at other offsets are not detected: callers must not pass them."""
+    oname, o = out
+    for name, v in inputs:
+        if o.size and v.ptr == o.ptr and v.strides != o.strides:
+            raise InvalidProblem(
+                f"{plan}: {oname} shares its pointer with {name} but has other strides "
+                f"({o.strides} vs {v.strides}); pass the same view (in place) or separate memory"
+            )
+
+
+def _vectorisable(views: Sequence[TensorView], axis: int) -> bool:
+    """Axis stride 1 and every row start 16-byte aligned in every tensor."""
+    for v in views:
+        if v.ptr % 16 or v.strides[axis] != 1:
+            return False
+        for i, (d, s) in enumerate(zip(v.shape, v.strides, strict=True)):
+            if i != axis and d > 1 and (s * v.itemsize) % 16:
+                return False
+    return True
+
+
+def launch_rows(
+    module: LoadedModule, direction: str, stream: Stream, views: Sequence[TensorView], axis: int
+) -> str:
+    """Enqueue ``sparsemax_<direction>_<variant>`` over the rows of ``views`` along ``axis``.
+
+    Kernel arguments: the pointers in order, the row count and length, the coalesced outer
+    shape, one outer stride set per view, one axis stride per view, the vector flag.
+    Returns the variant run ("empty" when there is nothing to write).
+    """
+    shape = views[0].shape
+    n = shape[axis]
+    if numel(shape) == 0:
+        return "empty"
+    oshape, ostrides, _, axis_strides = split_axis(shape, [v.strides for v in views], axis)
+    rows = numel(oshape)
+    var = variant_for(n)
+    vec = _vectorisable(views, axis)
+    grid = max(1, min(-(-rows // var.rows_per_block), MAX_GRID_X))
+    args: list[object] = [ctypes.c_uint64(v.ptr) for v in views]
+    args += [ctypes.c_int64(rows), ctypes.c_int64(n), shape_arg(oshape)]
+    args += [strides_arg(s) for s in ostrides]
+    args += [ctypes.c_int64(s) for s in axis_strides]
+    args.append(ctypes.c_int32(1 if vec else 0))
+    op = f"sparsemax_{direction}_{var.name}"
+    launch(module.function(op), (grid, 1, 1), var.block, 0, stream, args, op)
+    return f"{var.name}{'/vec16' if vec else ''}"

@@ -1,0 +1,94 @@
+"""Functional sparsemax: any framework's arrays in, the same framework's arrays out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baracuda._cuda.memory import Workspace
+from baracuda._functional import (
+    cached_plan,
+    element_of,
+    empty_like,
+    finish,
+    is_cuda_array,
+    resolve_stream,
+)
+from baracuda.errors import InvalidProblem
+from baracuda.softmax import reference
+from baracuda.softmax.sparsemax import SparsemaxArgs, SparsemaxDescriptor, SparsemaxPlan
+from baracuda.softmax.sparsemax_backward import (
+    SparsemaxBackwardArgs,
+    SparsemaxBackwardDescriptor,
+    SparsemaxBackwardPlan,
+)
+
+__all__ = ["sparsemax", "sparsemax_backward"]
+
+
+def _axis(op: str, axis: object) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise InvalidProblem(f"baracuda.{op}: axis must be an int (got {axis!r})")
+    return axis
+
+
+def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
+    """Sparsemax along ``axis``: the Euclidean projection of each row onto the simplex.
+
+    ``y = max(z - tau, 0)`` with ``z = x - max(x)`` and ``tau`` such that each row sums to 1;
+    sparse where softmax is dense. ``-inf`` entries get 0; a row holding NaN or ``+inf``, or
+    made only of ``-inf``, gives NaN throughout.
+
+    Parameters
+    ----------
+    x : array of rank 1-8, f32, f16, bf16 or f64, any strides. CUDA arrays (torch, cupy,
+        jax) run the CUDA kernel (no sort: Michelot's fixed point, rows of any length);
+        CPU arrays (numpy, torch CPU, any array-API library) run the sort-based reference.
+    axis : int, default -1. Negative values count from the end.
+    stream : optional stream (``__cuda_stream__`` object or handle); default: the current
+        stream of ``x``'s framework (torch, cupy) or the legacy default stream.
+
+    Returns
+    -------
+    A new contiguous array like ``x``, in ``x``'s framework.
+
+    Precision: f32 math for the half types, f64 for f64; one rounding per output; the
+    support and ``tau`` match the sort-based reference up to rounding. Deterministic.
+
+    Raises
+    ------
+    InvalidProblem: bad axis, 0-d input.  Unsupported: dtype, rank > 8.
+    """
+    ax = _axis("sparsemax", axis)
+    if not is_cuda_array(x, "sparsemax"):
+        return reference.sparsemax(x, ax)
+    s = resolve_stream(stream, x)
+    out = empty_like(x, stream=s)
+    plan = cached_plan(SparsemaxPlan, s, SparsemaxDescriptor(tuple(x.shape), ax, element_of(x)))
+    plan.run(s, Workspace.none(), SparsemaxArgs(x, out))
+    return finish(out)
+
+
+def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None) -> Any:
+    """Gradient of ``sparsemax`` with respect to its input, from the saved output ``y``.
+
+    ``dx = m * (dy - sum(m * dy) / |m|)`` along ``axis`` with ``m = (y > 0)``; ``dy`` outside
+    the support is not read. One kernel; same dtypes, layouts, devices and precision as
+    ``sparsemax``. ``dy`` and ``y`` must have the same shape and dtype.
+
+    Returns
+    -------
+    ``dx``: a new contiguous array like ``dy``, in ``dy``'s framework.
+
+    Raises
+    ------
+    InvalidProblem: shapes, dtypes or devices differ; bad axis.  Unsupported: dtype, rank > 8.
+    """
+    ax = _axis("sparsemax_backward", axis)
+    if not is_cuda_array(dy, "sparsemax_backward"):
+        return reference.sparsemax_backward(dy, y, ax)
+    s = resolve_stream(stream, dy)
+    dx = empty_like(dy, stream=s)
+    desc = SparsemaxBackwardDescriptor(tuple(dy.shape), ax, element_of(dy))
+    plan = cached_plan(SparsemaxBackwardPlan, s, desc)
+    plan.run(s, Workspace.none(), SparsemaxBackwardArgs(dy, y, dx))
+    return finish(dx)

@@ -1,0 +1,549 @@
+// Sparsemax, forward and backward, over rows of any length.
+//
+// forward:  z = x - max(x);  y = max(z - tau, 0)  with tau such that sum(y) = 1.
+//           tau by Michelot's fixed point, started at tau0 = -1 (<= tau*):
+//             tau <- (sum_{z > tau} z - 1) / |{z > tau}|
+//           rises monotonically and stops exactly when the support stops changing (its size
+//           strictly decreases every other step, so at most n + 1 steps). No sort.
+//           Shifting by the max first keeps the max elements exactly 0, so huge magnitudes
+//           (|x| >> 1, where x - 1 == x) still give the right support.
+//           A row holding NaN or +inf, or made only of -inf, gives NaN throughout.
+// backward: m = (y > 0);  dx = m * (dy - sum_m dy / |m|)   (dy is only read where y > 0).
+//
+// Each row is handled by a group of G threads (a warp or a whole block):
+//   *_reg_*   the row lives in registers (K values per thread, n <= K * G);
+//   *_stream  any n: one block per row, re-reading the row from global memory (L2); the
+//             forward compacts the candidates z > tau into shared memory (per-warp lists,
+//             ordered by ballot, so sums are deterministic) and iterates there once they fit.
+// Rows: `rows` of them, row r at offset_of(r, outer, s_outer) in each tensor, elements `n`
+// apart by the per-tensor axis stride. `vec` (host-checked): axis stride 1 and every row
+// start 16-byte aligned, so 16-byte vectors may be used.
+
+namespace bc {
+namespace smx {
+
+template <typename A>
+__device__ __forceinline__ A nan_max(A a, A b) {
+  return (a > b || a != a) ? a : b;  // propagates NaN, unlike fmax
+}
+
+template <typename A>
+__device__ __forceinline__ bool finite(A a) {
+  return a - a == A(0);  // false for NaN and +-inf
+}
+
+template <typename A>
+__device__ __forceinline__ A warp_nan_max(A x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x = nan_max(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+
+// Reductions over a group of G threads: a warp (G == 32) or the whole block (G == blockDim).
+// Every thread of the group must call them; every thread gets the result. Block versions
+// sum the per-warp partials in warp order, so results do not depend on scheduling.
+template <int G, typename A>
+__device__ __forceinline__ A group_max(A x) {
+  x = warp_nan_max(x);
+  if constexpr (G > 32) {
+    __shared__ A scratch[32];
+    __syncthreads();
+    if (lane_id() == 0) scratch[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = scratch[0];
+    for (int w = 1; w < G / 32; ++w) x = nan_max(x, scratch[w]);
+  }
+  return x;
+}
+
+template <int G, typename A>
+__device__ __forceinline__ void group_sum2(A& s, i64& c) {
+  s = warp_sum(s);
+  c = warp_sum_i64(c);
+  if constexpr (G > 32) {
+    __shared__ A ss[32];
+    __shared__ i64 sc[32];
+    __syncthreads();
+    if (lane_id() == 0) {
+      ss[threadIdx.x >> 5] = s;
+      sc[threadIdx.x >> 5] = c;
+    }
+    __syncthreads();
+    s = ss[0];
+    c = sc[0];
+    for (int w = 1; w < G / 32; ++w) {
+      s += ss[w];
+      c += sc[w];
+    }
+  }
+}
+
+// Lanes per 16-byte vector, or 1 when K values per thread cannot be split into vectors.
+template <typename T, int K>
+struct RegLanes {
+  static constexpr int kVec = Vec16<T>::kLanes;
+  static constexpr int value = (K % kVec == 0) ? kVec : 1;
+};
+
+// Loads this thread's K values of a row: chunk c holds elements (c * G + t) * L + l.
+// Elements past the row end read as `pad`.
+template <typename T, typename A, int K, int G>
+__device__ __forceinline__ void load_regs(const T* row, i64 n, i64 stride, bool vec, int t,
+                                          A pad, A (&v)[K]) {
+  constexpr int L = RegLanes<T, K>::value;
+#pragma unroll
+  for (int c = 0; c < K / L; ++c) {
+    const i64 e0 = ((i64)c * G + t) * L;
+    if constexpr (L > 1) {
+      if (vec && e0 + L <= n) {
+        const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(row + e0);
+#pragma unroll
+        for (int l = 0; l < L; ++l) v[c * L + l] = to_acc(w.v[l]);
+        continue;
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+      const i64 e = e0 + l;
+      v[c * L + l] = e < n ? to_acc(row[e * stride]) : pad;
+    }
+  }
+}
+
+template <typename T, typename A, int K, int G>
+__device__ __forceinline__ void store_regs(T* row, i64 n, i64 stride, bool vec, int t,
+                                           const A (&v)[K]) {
+  constexpr int L = RegLanes<T, K>::value;
+#pragma unroll
+  for (int c = 0; c < K / L; ++c) {
+    const i64 e0 = ((i64)c * G + t) * L;
+    if constexpr (L > 1) {
+      if (vec && e0 + L <= n) {
+        Vec16<T> w;
+#pragma unroll
+        for (int l = 0; l < L; ++l) w.v[l] = from_acc<T>(v[c * L + l]);
+        *reinterpret_cast<Vec16<T>*>(row + e0) = w;
+        continue;
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+      const i64 e = e0 + l;
+      if (e < n) row[e * stride] = from_acc<T>(v[c * L + l]);
+    }
+  }
+}
+
+struct RowArgs {
+  i64 rows;
+  i64 n;
+};
+
+// ------------------------------------------------------------------------------------------
+// forward, row in registers
+// ------------------------------------------------------------------------------------------
+template <typename T, typename A, int K, int G, int BLOCK>
+__device__ __forceinline__ void fwd_reg(const T* x, T* y, i64 rows, i64 n, const Shape& outer,
+                                        const Strides& sxo, const Strides& syo, i64 sx, i64 sy,
+                                        bool vec) {
+  constexpr int RPB = BLOCK / G;  // rows per block
+  const int t = threadIdx.x % G;
+  const i64 first = (i64)blockIdx.x * RPB + threadIdx.x / G;
+  const i64 step = (i64)gridDim.x * RPB;
+  // The loop bound is uniform across a group, so group reductions stay convergent. For
+  // G == BLOCK every thread of the block takes the same rows.
+  for (i64 r = first; r < rows; r += step) {
+    Coord cd;
+    unravel(r, outer, cd);
+    const T* xr = x + dot(cd, sxo, outer.rank);
+    T* yr = y + dot(cd, syo, outer.rank);
+    A v[K];
+    load_regs<T, A, K, G>(xr, n, sx, vec, t, -inf<A>(), v);
+    A m = v[0];
+#pragma unroll
+    for (int k = 1; k < K; ++k) m = nan_max(m, v[k]);
+    m = group_max<G>(m);
+    if (!finite(m)) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) v[k] = quiet_nan<A>();
+      store_regs<T, A, K, G>(yr, n, sy, vec, t, v);
+      continue;
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] -= m;  // padding stays -inf
+    A tau = A(-1);
+    i64 prev = n + 1;
+    while (true) {
+      A s = 0;
+      i64 c = 0;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        if (v[k] > tau) {
+          s += v[k];
+          ++c;
+        }
+      }
+      group_sum2<G>(s, c);
+      if (c >= prev) break;  // support unchanged: tau is final
+      prev = c;
+      tau = (s - A(1)) / (A)c;  // c >= 1: the max (z = 0) always exceeds tau <= -1/c
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = v[k] > tau ? v[k] - tau : A(0);
+    store_regs<T, A, K, G>(yr, n, sy, vec, t, v);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// forward, streaming (any n): one block per row
+// ------------------------------------------------------------------------------------------
+constexpr int kStreamBlock = 512;
+constexpr int kStreamWarps = kStreamBlock / 32;
+constexpr int kCandPerWarp = 256;  // candidates kept in shared memory per warp
+
+// Calls f(v, ok) for chunks of L consecutive elements of the row, chunk index c0 + threadIdx.x
+// for c0 = 0, blockDim.x, ...: the loop bound is uniform across the block (ballot-safe).
+template <int L, typename T, typename A, typename F>
+__device__ __forceinline__ void for_chunks(const T* row, i64 n, i64 stride, F&& f) {
+  const i64 nchunk = (n + L - 1) / L;
+#pragma unroll 4
+  for (i64 c0 = 0; c0 < nchunk; c0 += blockDim.x) {
+    const i64 c = c0 + threadIdx.x;
+    A v[L];
+    bool ok[L];
+    if (L > 1 && (c + 1) * L <= n) {
+      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(row + c * L);
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        v[l] = to_acc(w.v[l]);
+        ok[l] = true;
+      }
+    } else {
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const i64 e = c * L + l;
+        ok[l] = e < n;
+        v[l] = ok[l] ? to_acc(row[e * stride]) : -inf<A>();
+      }
+    }
+    f(v, ok);
+  }
+}
+
+template <int L, typename T, typename A>
+__device__ __forceinline__ A stream_max(const T* row, i64 n, i64 stride) {
+  A m = -inf<A>();
+  for_chunks<L, T, A>(row, n, stride, [&](const A (&v)[L], const bool (&)[L]) {
+#pragma unroll
+    for (int l = 0; l < L; ++l) m = nan_max(m, v[l]);
+  });
+  return group_max<kStreamBlock>(m);
+}
+
+// One Michelot step over the whole row (z = x - m): sum and count of z > tau, and the
+// candidates z > tau appended to this warp's list while they fit (`fill`, `overflow`).
+template <int L, typename T, typename A>
+__device__ __forceinline__ void stream_step(const T* row, i64 n, i64 stride, A m, A tau,
+                                            A* cand, int& fill, bool& overflow, A& s, i64& c) {
+  const unsigned lt = (1u << lane_id()) - 1u;
+  for_chunks<L, T, A>(row, n, stride, [&](const A (&v)[L], const bool (&ok)[L]) {
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+      const A z = v[l] - m;
+      const bool p = ok[l] && z > tau;
+      if (p) {
+        s += z;
+        ++c;
+      }
+      const unsigned b = __ballot_sync(0xffffffffu, p);
+      const int cnt = __popc(b);
+      if (fill + cnt <= kCandPerWarp) {
+        if (p) cand[fill + __popc(b & lt)] = z;
+        fill += cnt;
+      } else if (cnt) {
+        overflow = true;
+      }
+    }
+  });
+}
+
+template <int L, typename T, typename A>
+__device__ __forceinline__ void stream_write(const T* xr, T* yr, i64 n, i64 sx, i64 sy, A m,
+                                             A tau, bool nan_row) {
+  const i64 nchunk = (n + L - 1) / L;
+  for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
+    A v[L];
+    if (L > 1 && (c + 1) * L <= n) {
+      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(xr + c * L);
+      Vec16<T> o;
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const A z = to_acc(w.v[l]) - m;
+        o.v[l] = from_acc<T>(nan_row ? quiet_nan<A>() : (z > tau ? z - tau : A(0)));
+      }
+      *reinterpret_cast<Vec16<T>*>(yr + c * L) = o;
+    } else {
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const i64 e = c * L + l;
+        if (e < n) {
+          const A z = to_acc(xr[e * sx]) - m;
+          v[l] = nan_row ? quiet_nan<A>() : (z > tau ? z - tau : A(0));
+          yr[e * sy] = from_acc<T>(v[l]);
+        }
+      }
+    }
+  }
+}
+
+template <int L, typename T, typename A>
+__device__ __forceinline__ void fwd_stream_row(const T* xr, T* yr, i64 n, i64 sx, i64 sy,
+                                               A* cand) {
+  const A m = stream_max<L, T, A>(xr, n, sx);
+  if (!finite(m)) {
+    stream_write<L, T, A>(xr, yr, n, sx, sy, m, A(0), true);
+    return;
+  }
+  A tau = A(-1);
+  i64 prev = n + 1;
+  bool listed = false;  // this block's candidates z > tau are all in the per-warp lists
+  int fill = 0;         // warp-uniform: entries in this warp's list
+  while (true) {
+    A s = 0;
+    i64 c = 0;
+    bool overflow = false;
+    if (!listed) {
+      fill = 0;
+      stream_step<L, T, A>(xr, n, sx, m, tau, cand, fill, overflow, s, c);
+    } else {
+      __syncwarp();
+      for (int j = lane_id(); j < fill; j += 32) {
+        const A z = cand[j];
+        if (z > tau) {
+          s += z;
+          ++c;
+        }
+      }
+    }
+    // The overflow flag rides in the count's top bits: one reduction for all three.
+    i64 cf = c + (overflow ? (i64(1) << 48) : 0);
+    group_sum2<kStreamBlock>(s, cf);
+    const bool any_overflow = cf >= (i64(1) << 48);
+    c = cf & ((i64(1) << 48) - 1);
+    if (!listed && !any_overflow) listed = true;
+    if (c >= prev) break;
+    prev = c;
+    tau = (s - A(1)) / (A)c;
+  }
+  stream_write<L, T, A>(xr, yr, n, sx, sy, m, tau, false);
+}
+
+template <typename T, typename A>
+__device__ __forceinline__ void fwd_stream(const T* x, T* y, i64 rows, i64 n, const Shape& outer,
+                                           const Strides& sxo, const Strides& syo, i64 sx,
+                                           i64 sy, bool vec) {
+  __shared__ A cand_all[kStreamWarps * kCandPerWarp];
+  A* cand = cand_all + (threadIdx.x >> 5) * kCandPerWarp;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    Coord cd;
+    unravel(r, outer, cd);
+    const T* xr = x + dot(cd, sxo, outer.rank);
+    T* yr = y + dot(cd, syo, outer.rank);
+    if (vec)
+      fwd_stream_row<Vec16<T>::kLanes, T, A>(xr, yr, n, sx, sy, cand);
+    else
+      fwd_stream_row<1, T, A>(xr, yr, n, sx, sy, cand);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// backward
+// ------------------------------------------------------------------------------------------
+template <typename T, typename A, int K, int G, int BLOCK>
+__device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+                                        const Shape& outer, const Strides& sdyo,
+                                        const Strides& syo, const Strides& sdxo, i64 sdy, i64 sy,
+                                        i64 sdx, bool vec) {
+  constexpr int RPB = BLOCK / G;
+  const int t = threadIdx.x % G;
+  const i64 first = (i64)blockIdx.x * RPB + threadIdx.x / G;
+  const i64 step = (i64)gridDim.x * RPB;
+  for (i64 r = first; r < rows; r += step) {
+    Coord cd;
+    unravel(r, outer, cd);
+    const T* dyr = dy + dot(cd, sdyo, outer.rank);
+    const T* yr = y + dot(cd, syo, outer.rank);
+    T* dxr = dx + dot(cd, sdxo, outer.rank);
+    A yv[K], g[K];
+    load_regs<T, A, K, G>(yr, n, sy, vec, t, A(0), yv);
+    // dy is needed only on the support: load it where any y of a chunk is positive.
+    constexpr int L = RegLanes<T, K>::value;
+#pragma unroll
+    for (int c = 0; c < K / L; ++c) {
+      bool any = false;
+#pragma unroll
+      for (int l = 0; l < L; ++l) any |= yv[c * L + l] > A(0);
+      const i64 e0 = ((i64)c * G + t) * L;
+      if constexpr (L > 1) {
+        if (vec && e0 + L <= n) {
+          if (any) {
+            const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(dyr + e0);
+#pragma unroll
+            for (int l = 0; l < L; ++l) g[c * L + l] = to_acc(w.v[l]);
+          } else {
+#pragma unroll
+            for (int l = 0; l < L; ++l) g[c * L + l] = A(0);
+          }
+          continue;
+        }
+      }
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const i64 e = e0 + l;
+        g[c * L + l] = (e < n && yv[c * L + l] > A(0)) ? to_acc(dyr[e * sdy]) : A(0);
+      }
+    }
+    A s = 0;
+    i64 cnt = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (yv[k] > A(0)) {
+        s += g[k];
+        ++cnt;
+      }
+    }
+    group_sum2<G>(s, cnt);
+    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+#pragma unroll
+    for (int k = 0; k < K; ++k) g[k] = yv[k] > A(0) ? g[k] - mean : A(0);
+    store_regs<T, A, K, G>(dxr, n, sdx, vec, t, g);
+  }
+}
+
+template <int L, typename T, typename A>
+__device__ __forceinline__ void bwd_stream_row(const T* dyr, const T* yr, T* dxr, i64 n,
+                                               i64 sdy, i64 sy, i64 sdx) {
+  const i64 nchunk = (n + L - 1) / L;
+  A s = 0;
+  i64 cnt = 0;
+#pragma unroll 4
+  for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
+    if (L > 1 && (c + 1) * L <= n) {
+      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(yr + c * L);
+      bool any = false;
+#pragma unroll
+      for (int l = 0; l < L; ++l) any |= to_acc(w.v[l]) > A(0);
+      if (any) {
+        const Vec16<T> g = *reinterpret_cast<const Vec16<T>*>(dyr + c * L);
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          if (to_acc(w.v[l]) > A(0)) {
+            s += to_acc(g.v[l]);
+            ++cnt;
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const i64 e = c * L + l;
+        if (e < n && to_acc(yr[e * sy]) > A(0)) {
+          s += to_acc(dyr[e * sdy]);
+          ++cnt;
+        }
+      }
+    }
+  }
+  group_sum2<kStreamBlock>(s, cnt);
+  const A mean = cnt > 0 ? s / (A)cnt : A(0);
+#pragma unroll 4
+  for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
+    if (L > 1 && (c + 1) * L <= n) {
+      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(yr + c * L);
+      bool any = false;
+#pragma unroll
+      for (int l = 0; l < L; ++l) any |= to_acc(w.v[l]) > A(0);
+      Vec16<T> o;
+      if (any) {
+        const Vec16<T> g = *reinterpret_cast<const Vec16<T>*>(dyr + c * L);
+#pragma unroll
+        for (int l = 0; l < L; ++l)
+          o.v[l] = from_acc<T>(to_acc(w.v[l]) > A(0) ? to_acc(g.v[l]) - mean : A(0));
+      } else {
+#pragma unroll
+        for (int l = 0; l < L; ++l) o.v[l] = from_acc<T>(A(0));
+      }
+      *reinterpret_cast<Vec16<T>*>(dxr + c * L) = o;
+    } else {
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const i64 e = c * L + l;
+        if (e < n) {
+          const bool on = to_acc(yr[e * sy]) > A(0);
+          dxr[e * sdx] = from_acc<T>(on ? to_acc(dyr[e * sdy]) - mean : A(0));
+        }
+      }
+    }
+  }
+}
+
+template <typename T, typename A>
+__device__ __forceinline__ void bwd_stream(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+                                           const Shape& outer, const Strides& sdyo,
+                                           const Strides& syo, const Strides& sdxo, i64 sdy,
+                                           i64 sy, i64 sdx, bool vec) {
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    Coord cd;
+    unravel(r, outer, cd);
+    const T* dyr = dy + dot(cd, sdyo, outer.rank);
+    const T* yr = y + dot(cd, syo, outer.rank);
+    T* dxr = dx + dot(cd, sdxo, outer.rank);
+    if (vec)
+      bwd_stream_row<Vec16<T>::kLanes, T, A>(dyr, yr, dxr, n, sdy, sy, sdx);
+    else
+      bwd_stream_row<1, T, A>(dyr, yr, dxr, n, sdy, sy, sdx);
+  }
+}
+
+}  // namespace smx
+}  // namespace bc
+
+// Entry points. Variant names encode (values per thread)x(threads per row); the host picks
+// the smallest that holds the row (softmax/_rows.py keeps the same table).
+// Two resident blocks per SM for the 512-thread register variants (caps them at 64 registers).
+#define SMX_KERNEL(op, threads, min_blocks) \
+  extern "C" __global__ void __launch_bounds__(threads, min_blocks) BC_ENTRY(op)
+#define SMX_FWD_ARGS                                                                     \
+  const BC_T *x, BC_T *y, bc::i64 rows, bc::i64 n, bc::Shape outer, bc::Strides sxo,     \
+      bc::Strides syo, bc::i64 sx, bc::i64 sy, int vec
+#define SMX_FWD_PASS x, y, rows, n, outer, sxo, syo, sx, sy, vec != 0
+#define SMX_BWD_ARGS                                                                     \
+  const BC_T *dy, const BC_T *y, BC_T *dx, bc::i64 rows, bc::i64 n, bc::Shape outer,     \
+      bc::Strides sdyo, bc::Strides syo, bc::Strides sdxo, bc::i64 sdy, bc::i64 sy,      \
+      bc::i64 sdx, int vec
+#define SMX_BWD_PASS dy, y, dx, rows, n, outer, sdyo, syo, sdxo, sdy, sy, sdx, vec != 0
+
+BC_KERNEL(sparsemax_fwd_4x32, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_FWD_PASS);
+}
+BC_KERNEL(sparsemax_fwd_32x32, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 32, 32, 256>(SMX_FWD_PASS);
+}
+SMX_KERNEL(sparsemax_fwd_16x512, 512, 2)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 512, 512>(SMX_FWD_PASS);
+}
+BC_KERNEL(sparsemax_fwd_stream, 512)(SMX_FWD_ARGS) {
+  bc::smx::fwd_stream<BC_T, BC_ACC>(SMX_FWD_PASS);
+}
+BC_KERNEL(sparsemax_bwd_4x32, 256)(SMX_BWD_ARGS) {
+  bc::smx::bwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_BWD_PASS);
+}
+BC_KERNEL(sparsemax_bwd_32x32, 256)(SMX_BWD_ARGS) {
+  bc::smx::bwd_reg<BC_T, BC_ACC, 32, 32, 256>(SMX_BWD_PASS);
+}
+SMX_KERNEL(sparsemax_bwd_16x512, 512, 2)(SMX_BWD_ARGS) {
+  bc::smx::bwd_reg<BC_T, BC_ACC, 16, 512, 512>(SMX_BWD_PASS);
+}
+BC_KERNEL(sparsemax_bwd_stream, 512)(SMX_BWD_ARGS) {
+  bc::smx::bwd_stream<BC_T, BC_ACC>(SMX_BWD_PASS);
+}

@@ -1,0 +1,117 @@
+"""Sparsemax forward: the Euclidean projection of each row onto the probability simplex."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baracuda._cuda.memory import Workspace
+from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView
+from baracuda._plan import Plan, check_element, check_shape, normalize_axis
+from baracuda.softmax._rows import (
+    SPARSEMAX_SOURCE,
+    check_in_place,
+    launch_rows,
+    sparsemax_precision,
+    variant_for,
+)
+from baracuda.types import BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
+
+__all__ = ["SparsemaxDescriptor", "SparsemaxArgs", "SparsemaxPlan", "check_sparsemax"]
+
+
+def check_sparsemax(plan: str, input_shape: object, axis: object, element: object) -> int:
+    """Validate a sparsemax descriptor's fields; the axis, normalised to ``[0, rank)``."""
+    shape = check_shape(plan, "input_shape", input_shape, min_rank=1)
+    check_element(plan, "element", element)
+    return normalize_axis(plan, "axis", axis, len(shape))
+
+
+@dataclass(frozen=True, slots=True)
+class SparsemaxDescriptor:
+    """Sparsemax over ``axis`` of tensors of ``input_shape`` (rank 1-8, any dims >= 0).
+
+    ``axis`` may be negative; plans normalise it. ``element``: f32, f16, bf16 or f64.
+    """
+
+    input_shape: tuple[int, ...]
+    axis: int
+    element: ElementKind
+
+
+@dataclass(frozen=True, slots=True)
+class SparsemaxArgs:
+    """``x`` (input) and ``y`` (output, overwritten): DLPack CUDA tensors of the descriptor's
+    shape and element type, any strides. ``y`` must not overlap itself; it may be ``x``
+    itself (same pointer and strides: in place) but must not otherwise share memory with it."""
+
+    x: object
+    y: object
+
+
+class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, ...]]):
+    """Sparsemax forward along one axis, for rows of any length.
+
+    Semantics: for each row ``x`` along ``axis``, ``y = argmin ||y - x||^2`` over the
+    probability simplex, i.e. ``y = max(z - tau, 0)`` with ``z = x - max(x)`` and ``tau``
+    chosen so the row sums to 1. The support is ``{z > tau}``; ties are all in or all out.
+    Special values: ``-inf`` entries get 0; a row holding NaN or ``+inf``, or made only of
+    ``-inf``, gives NaN throughout (as softmax does). A row of one element gives 1.
+
+    Algorithm: no sort. ``tau`` by Michelot's fixed point from ``tau0 = -1``:
+    ``tau <- (sum_{z > tau} z - 1) / |{z > tau}|``; it rises monotonically and stops exactly
+    when the support stops changing (at most n + 1 steps; a handful in practice). Rows of
+    <= 8192 elements stay in registers (a warp per row up to 1024, a 512-thread block up to
+    8192); longer rows take one block each, re-read from global memory (L2), with the
+    candidates ``z > -1`` compacted into shared memory once they fit (4096 of them).
+
+    Dtypes: f32, f16, bf16, f64 in and out; f32 math for the half types, f64 for f64.
+    Shapes: rank 1-8, any axis, any strides (16-byte vectors when the axis is contiguous and
+    every row starts 16-byte aligned); rows of length 1 to 2^48; empty tensors launch nothing.
+    Precision: ``tau`` and the support equal the sort-based reference's up to rounding of
+    the f32 (f64) sums; one rounding per output. Deterministic (no atomics; fixed reduction
+    order). Workspace: none.
+
+    Raises
+    ------
+    Unsupported: element not an ``ElementKind``, rank outside 1-8, no GPU.
+    InvalidProblem: negative dims, axis out of range; tensors of the wrong shape, dtype or
+    device, or an overlapping output. MisalignedOperand: a pointer not element-aligned.
+    """
+
+    NAME = "SparsemaxPlan"
+
+    def __init__(self, desc: SparsemaxDescriptor, stream: Stream, device_id: int,
+                 pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
+        super().__init__(desc, stream, device_id, pref)
+        self._module = module
+        self.axis = axis
+        self.last_variant = ""
+
+    @classmethod
+    def select(cls, stream: object, desc: SparsemaxDescriptor,
+               pref: PlanPreference | None = None) -> SparsemaxPlan:  # fmt: skip
+        axis = check_sparsemax(cls.NAME, desc.input_shape, desc.axis, desc.element)
+        s = Stream.wrap(stream)
+        device_id = cls._device_for(s)
+        module = load_module(SPARSEMAX_SOURCE, desc.element, device_id)
+        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
+
+    def sku(self) -> KernelSku:
+        n = self.desc.input_shape[self.axis]
+        return KernelSku(OpCategory.SOFTMAX, "sparsemax", self.desc.element, self._module.arch,
+                         BackendKind.NVRTC, variant_for(n).name,
+                         sparsemax_precision(self.desc.element))  # fmt: skip
+
+    def _bind(self, args: SparsemaxArgs, stream: Stream) -> tuple[TensorView, ...]:
+        shape, el = self.desc.input_shape, self.desc.element
+        x = self._view("x", args.x, stream, shape, el)
+        y = self._view("y", args.y, stream, shape, el, output=True)
+        check_in_place(self.NAME, ("y", y), ("x", x))
+        return x, y
+
+    def _launch(self, stream: Stream, workspace: Workspace,
+                views: tuple[TensorView, ...]) -> None:  # fmt: skip
+        self.last_variant = launch_rows(self._module, "fwd", stream, views, self.axis)
+

@@ -1,0 +1,105 @@
+"""Sparsemax backward: the Jacobian-vector product, from the saved forward output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baracuda._cuda.memory import Workspace
+from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView
+from baracuda._plan import Plan
+from baracuda.softmax._rows import (
+    SPARSEMAX_SOURCE,
+    check_in_place,
+    launch_rows,
+    sparsemax_precision,
+    variant_for,
+)
+from baracuda.softmax.sparsemax import check_sparsemax
+from baracuda.types import BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
+
+__all__ = ["SparsemaxBackwardDescriptor", "SparsemaxBackwardArgs", "SparsemaxBackwardPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class SparsemaxBackwardDescriptor:
+    """The backward of ``SparsemaxDescriptor``: same ``input_shape``, ``axis``, ``element``."""
+
+    input_shape: tuple[int, ...]
+    axis: int
+    element: ElementKind
+
+
+@dataclass(frozen=True, slots=True)
+class SparsemaxBackwardArgs:
+    """``dy`` (upstream gradient), ``y`` (the saved forward output) and ``dx`` (output,
+    overwritten): DLPack CUDA tensors of the descriptor's shape and element type, any
+    strides. ``dx`` may be ``dy`` or ``y`` itself (same pointer and strides) but must not
+    otherwise share memory with them."""
+
+    dy: object
+    y: object
+    dx: object
+
+
+class SparsemaxBackwardPlan(
+    Plan[SparsemaxBackwardDescriptor, SparsemaxBackwardArgs, tuple[TensorView, ...]]
+):
+    """Sparsemax backward along one axis, for rows of any length, in one kernel.
+
+    Semantics (per row along ``axis``): with ``m = (y > 0)`` the support of the forward
+    output, ``dx = m * (dy - sum(m * dy) / |m|)``. ``dy`` is read only on the support (a
+    16-byte vector of it is loaded when any of its ``y`` is positive), so outside the support
+    its values, NaN included, do not matter; a row with an empty support (NaN ``y``) gets 0.
+
+    Layout: rows of <= 8192 elements are read once into registers (a warp per row up to
+    1024, a 512-thread block up to 8192); longer rows take one block each and read ``y`` (and
+    ``dy`` on the support) twice, the second time mostly from L2.
+    Dtypes: f32, f16, bf16, f64; f32 math for the half types, f64 for f64.
+    Shapes: rank 1-8, any axis, any strides; empty tensors launch nothing.
+    Precision: sum over the support in f32 (f64), one rounding per output. Deterministic.
+    Workspace: none.
+
+    Raises
+    ------
+    Unsupported: element not an ``ElementKind``, rank outside 1-8, no GPU.
+    InvalidProblem: negative dims, axis out of range; tensors of the wrong shape, dtype or
+    device, an overlapping output. MisalignedOperand: a pointer not element-aligned.
+    """
+
+    NAME = "SparsemaxBackwardPlan"
+
+    def __init__(self, desc: SparsemaxBackwardDescriptor, stream: Stream, device_id: int,
+                 pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
+        super().__init__(desc, stream, device_id, pref)
+        self._module = module
+        self.axis = axis
+        self.last_variant = ""
+
+    @classmethod
+    def select(cls, stream: object, desc: SparsemaxBackwardDescriptor,
+               pref: PlanPreference | None = None) -> SparsemaxBackwardPlan:  # fmt: skip
+        axis = check_sparsemax(cls.NAME, desc.input_shape, desc.axis, desc.element)
+        s = Stream.wrap(stream)
+        device_id = cls._device_for(s)
+        module = load_module(SPARSEMAX_SOURCE, desc.element, device_id)
+        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
+
+    def sku(self) -> KernelSku:
+        n = self.desc.input_shape[self.axis]
+        return KernelSku(OpCategory.SOFTMAX, "sparsemax_backward", self.desc.element,
+                         self._module.arch, BackendKind.NVRTC, variant_for(n).name,
+                         sparsemax_precision(self.desc.element))  # fmt: skip
+
+    def _bind(self, args: SparsemaxBackwardArgs, stream: Stream) -> tuple[TensorView, ...]:
+        shape, el = self.desc.input_shape, self.desc.element
+        dy = self._view("dy", args.dy, stream, shape, el)
+        y = self._view("y", args.y, stream, shape, el)
+        dx = self._view("dx", args.dx, stream, shape, el, output=True)
+        check_in_place(self.NAME, ("dx", dx), ("dy", dy), ("y", y))
+        return dy, y, dx
+
+    def _launch(self, stream: Stream, workspace: Workspace,
+                views: tuple[TensorView, ...]) -> None:  # fmt: skip
+        self.last_variant = launch_rows(self._module, "bwd", stream, views, self.axis)
