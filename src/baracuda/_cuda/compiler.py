@@ -163,12 +163,23 @@ def _options(source: KernelSource, element: ElementKind, arch: str) -> Any:
     )
 
 
-def compile_cubin(source: KernelSource, element: ElementKind, arch: str) -> bytes:
+_ELF_MAGIC = b"\x7fELF"
+
+
+def _valid(entry: bytes | None) -> bool:
+    """A cache entry that can be a cubin (an ELF image); anything else is recompiled."""
+    return entry is not None and len(entry) > 64 and bytes(entry[:4]) == _ELF_MAGIC
+
+
+def compile_cubin(
+    source: KernelSource, element: ElementKind, arch: str, *, refresh: bool = False
+) -> bytes:
     """The cubin of ``source`` for ``element`` on ``arch`` (``"sm_90"``), from cache or NVRTC.
 
-    Needs no GPU. Raises ``CompileError`` with NVRTC's log when the source does not compile.
+    Needs no GPU. A cache entry that is not an ELF image, or ``refresh=True`` (the driver
+    refused the cached image), is compiled again and overwritten. Raises ``CompileError``
+    with NVRTC's log when the source does not compile.
     """
-    from cuda.core import Program
     from cuda.core.utils import make_program_cache_key
 
     text = source.text()
@@ -181,27 +192,32 @@ def compile_cubin(source: KernelSource, element: ElementKind, arch: str) -> byte
         extra_digest=_extra_digest(),
     )
     cache = _persistent_cache()
-    if cache is not None:
+    if cache is not None and not refresh:
         hit = cache.get(key)
-        if hit is not None:
+        if _valid(hit):
             return bytes(hit)
     with _cache_lock:
         lock = _key_locks.setdefault(key, threading.Lock())
     with lock:  # one compile per key in this process; other processes are safe by os.replace
-        if cache is not None:
+        if cache is not None and not refresh:
             hit = cache.get(key)
-            if hit is not None:
+            if _valid(hit):
                 return bytes(hit)
-        log = io.StringIO()
-        try:
-            obj = Program(text, "c++", options=options).compile("cubin", logs=log)
-        except Exception as exc:
-            raise CompileError(
-                f"NVRTC failed to compile {source.name} for {element.value} on {arch}",
-                log=log.getvalue() or str(exc),
-                source=text,
-            ) from exc
-        data = bytes(obj.code)
+        data = _nvrtc_compile(text, options, f"{source.name} for {element.value} on {arch}")
         if cache is not None:
             cache[key] = data
         return data
+
+
+def _nvrtc_compile(text: str, options: Any, what: str) -> bytes:
+    """One NVRTC compilation to cubin (no cache)."""
+    from cuda.core import Program
+
+    log = io.StringIO()
+    try:
+        obj = Program(text, "c++", options=options).compile("cubin", logs=log)
+    except Exception as exc:
+        raise CompileError(
+            f"NVRTC failed to compile {what}", log=log.getvalue() or str(exc), source=text
+        ) from exc
+    return bytes(obj.code)

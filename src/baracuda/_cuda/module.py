@@ -19,23 +19,29 @@ class LoadedModule:
     __slots__ = ("_dyn_smem", "_functions", "_object_code", "arch", "device_id", "element", "source")
 
     def __init__(self, source: KernelSource, element: ElementKind, device_id: int) -> None:
-        from cuda.core import ObjectCode
-
         self.source = source
         self.element = element
         self.device_id = device_id
         self.arch = device_info(device_id).arch
         ensure_current(device_id)
-        cubin = compile_cubin(source, element, self.arch)
-        self._object_code = ObjectCode.from_cubin(cubin, name=f"{source.name}[{element.value}]")
-        drv = driver()
         self._functions: dict[str, Any] = {}
-        for op in source.entries:
-            kernel = self._object_code.get_kernel(kernel_name(op, element))
+        try:
+            self._load(compile_cubin(source, element, self.arch))
+        except Exception:  # a cached image the driver refuses: compile afresh, once
+            self._load(compile_cubin(source, element, self.arch, refresh=True))
+        self._dyn_smem: dict[str, int] = {}
+
+    def _load(self, cubin: bytes) -> None:
+        from cuda.core import ObjectCode
+
+        name = f"{self.source.name}[{self.element.value}]"
+        self._object_code = ObjectCode.from_cubin(cubin, name=name)
+        drv = driver()
+        for op in self.source.entries:
+            kernel = self._object_code.get_kernel(kernel_name(op, self.element))
             self._functions[op] = check(
                 drv.cuKernelGetFunction(kernel.handle), f"cuKernelGetFunction({op})"
             )
-        self._dyn_smem: dict[str, int] = {}
 
     def function(self, op: str, dynamic_smem: int = 0) -> Any:
         """The ``CUfunction`` of entry ``op``, allowed ``dynamic_smem`` bytes of shared memory."""

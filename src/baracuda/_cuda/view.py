@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 from baracuda.errors import InvalidProblem
 
@@ -12,11 +12,11 @@ __all__ = ["TensorView", "view_of", "DL_CPU", "DL_CUDA", "DL_CUDA_HOST", "DL_CUD
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 
 
-@dataclass(frozen=True, slots=True)
-class TensorView:
+class TensorView(NamedTuple):
     """A strided tensor in device memory. Strides are in elements; ``ptr`` includes the offset.
 
-    ``owner`` keeps the producer alive while the view is in use.
+    ``owner`` keeps the producer alive while the view is in use. (A named tuple: built on
+    every ``run``, so it must be cheap to make.)
     """
 
     ptr: int
@@ -34,34 +34,45 @@ class TensorView:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return _numel(self.shape)
 
     @property
     def is_cuda(self) -> bool:
         return self.device_type in (DL_CUDA, DL_CUDA_MANAGED)
 
     def is_contiguous(self) -> bool:
-        expected = 1
-        for d, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
-            if d != 1 and s != expected:
-                return False
-            expected *= d
-        return True
+        return _layout_flags(self.shape, self.strides)[0]
 
     def is_non_overlapping(self) -> bool:
         """No two in-bounds coordinates share an address (writable outputs must be so)."""
-        if self.size <= 1:
-            return True
-        dims = sorted((abs(s), d) for d, s in zip(self.shape, self.strides, strict=True) if d > 1)
-        span = 1  # elements covered by the smaller dims
-        for stride, extent in dims:
-            if stride < span:
-                return False
-            span = stride * (extent - 1) + span
-        return True
+        return _layout_flags(self.shape, self.strides)[1]
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout_flags(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[bool, bool]:
+    """(contiguous, non-overlapping) of a layout; cached, as the same layouts recur."""
+    expected, contiguous = 1, True
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and s != expected:
+            contiguous = False
+            break
+        expected *= d
+    if contiguous or _numel(shape) <= 1:
+        return contiguous, True
+    dims = sorted((abs(s), d) for d, s in zip(shape, strides, strict=True) if d > 1)
+    span = 1  # elements covered by the smaller dims
+    for stride, extent in dims:
+        if stride < span:
+            return False, False
+        span = stride * (extent - 1) + span
+    return False, True
 
 
 def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
