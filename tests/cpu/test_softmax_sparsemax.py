@@ -1,0 +1,234 @@
+"""Sparsemax on the CPU: the array-API reference against independent oracles, the kernel's
+algorithm (Michelot with candidate lists) modelled in numpy, validation, compilation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from baracuda.errors import InvalidProblem, Unsupported
+from baracuda.softmax import (
+    SparsemaxBackwardDescriptor,
+    SparsemaxBackwardPlan,
+    SparsemaxDescriptor,
+    SparsemaxPlan,
+    reference,
+)
+from baracuda.softmax._rows import VARIANTS, variant_for
+from baracuda.softmax.api import sparsemax, sparsemax_backward
+from baracuda.softmax.cases import make_rows
+from baracuda.types import ElementKind
+
+torch = pytest.importorskip("torch")
+
+
+def torch_sparsemax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """Independent oracle: the sort-based formula in torch (autograd gives the backward)."""
+    from baracuda.softmax.cases import torch_sparsemax_sort
+
+    return torch_sparsemax_sort(x, dim)
+
+
+SHAPES_AXES = [((1,), 0), ((2,), -1), ((6, 7), -1), ((6, 7), 0), ((3, 1000), 1),
+               ((4, 5, 6), 1), ((4, 5, 6), -3), ((2, 3, 2, 129), 3), ((1, 1, 1), 1)]  # fmt: skip
+KINDS = ["normal", "ties", "inf", "flat"]
+
+
+@pytest.mark.parametrize(("shape", "axis"), SHAPES_AXES, ids=str)
+@pytest.mark.parametrize("kind", KINDS)
+def test_reference_matches_torch_sort_oracle(shape: tuple[int, ...], axis: int, kind: str) -> None:
+    rng = np.random.default_rng(hash((shape, axis, kind)) % 2**32)
+    x = make_rows(rng, shape, kind)
+    if kind == "inf":  # keep one finite value per row so no row is all -inf
+        idx = [slice(None)] * len(shape)
+        idx[axis] = 0  # type: ignore[call-overload]
+        x[tuple(idx)] = 0.5
+    y = reference.sparsemax(x, axis)
+    want = torch_sparsemax(torch.from_numpy(x), axis).numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(y.sum(axis=axis), 1.0, rtol=1e-12)
+    assert (y >= 0).all()
+    # the torch-CPU array-API path gives the same
+    yt = reference.sparsemax(torch.from_numpy(x), axis)
+    np.testing.assert_allclose(yt.numpy(), y, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(("shape", "axis"), SHAPES_AXES, ids=str)
+def test_backward_reference_matches_torch_autograd(shape: tuple[int, ...], axis: int) -> None:
+    # random (tie-free) rows: with a z exactly equal to tau, torch's clamp passes a gradient
+    # to an entry whose y is 0, a choice of subgradient the seed (m = y > 0) does not make
+    rng = np.random.default_rng(7)
+    x = torch.from_numpy(make_rows(rng, shape, "normal")).requires_grad_()
+    dy = torch.from_numpy(rng.standard_normal(shape))
+    y = torch_sparsemax(x, axis)
+    (want,) = torch.autograd.grad(y, x, dy)
+    got = reference.sparsemax_backward(dy.numpy(), y.detach().numpy(), axis)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-13)
+
+
+def test_reference_matches_entmax_where_installed() -> None:
+    entmax = pytest.importorskip("entmax")
+    rng = np.random.default_rng(3)
+    x = torch.from_numpy(rng.standard_normal((17, 300))).requires_grad_()
+    want = entmax.sparsemax(x, dim=-1)
+    np.testing.assert_allclose(reference.sparsemax(x.detach().numpy(), -1),
+                               want.detach().numpy(), rtol=1e-10, atol=1e-12)  # fmt: skip
+    dy = torch.randn(17, 300, dtype=torch.float64)
+    (g,) = torch.autograd.grad(want, x, dy)
+    got = reference.sparsemax_backward(dy.numpy(), want.detach().numpy(), -1)
+    np.testing.assert_allclose(got, g.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_special_rows() -> None:
+    inf, nan = np.inf, np.nan
+    x = np.array([
+        [1.0, 1.0, 1.0, 1.0],           # all equal: uniform
+        [-inf, 0.0, -inf, -inf],        # -inf entries get 0
+        [nan, 1.0, 2.0, 3.0],           # NaN row
+        [inf, 1.0, 2.0, 3.0],           # +inf: NaN row
+        [-inf, -inf, -inf, -inf],       # only -inf: NaN row (documented)
+        [1e300, 1e300, 0.0, -1e300],    # huge magnitudes: the tied maxima share
+        [3.0, 3.0, 2.5, -1.0],          # ties at the top, one more in the support
+    ])  # fmt: skip
+    y = reference.sparsemax(x, -1)
+    np.testing.assert_allclose(y[0], 0.25)
+    np.testing.assert_array_equal(y[1], [0, 1, 0, 0])
+    assert np.isnan(y[2:5]).all()
+    np.testing.assert_allclose(y[5], [0.5, 0.5, 0, 0])
+    np.testing.assert_allclose(y[6], [0.5, 0.5, 0.0, 0.0])
+    assert reference.sparsemax(np.array([[-3.0], [7.5]]), 1).tolist() == [[1.0], [1.0]]
+
+
+def test_half_types_compute_in_f32_and_round_once() -> None:
+    import ml_dtypes
+
+    rng = np.random.default_rng(5)
+    x64 = rng.standard_normal((8, 100))
+    for dt in (np.float16, ml_dtypes.bfloat16, np.float32):
+        x = x64.astype(dt)
+        y = reference.sparsemax(x, -1)
+        assert y.dtype == x.dtype
+        want = reference.sparsemax(x.astype(np.float32), -1).astype(dt)
+        np.testing.assert_array_equal(y.astype(np.float64), want.astype(np.float64))
+
+
+def test_empty_inputs() -> None:
+    assert reference.sparsemax(np.zeros((0, 4)), -1).shape == (0, 4)
+    assert reference.sparsemax(np.zeros((4, 0)), -1).shape == (4, 0)
+    assert reference.sparsemax_backward(np.zeros((3, 0)), np.zeros((3, 0)), 1).shape == (3, 0)
+
+
+# --- the kernel's algorithm, modelled in numpy ---------------------------------------------
+def michelot_model(z: np.ndarray, list_cap: int | None) -> float:
+    """The streaming kernel's loop: Michelot from tau = -1 over the whole row until the
+    candidates z > tau fit the list (``list_cap``), then over the list; stop when the
+    support stops shrinking. Returns tau (for z = x - max(x))."""
+    tau, prev, listed = -1.0, z.size + 1, None
+    while True:
+        pool = z if listed is None else listed
+        sup = pool[pool > tau]
+        if listed is None and list_cap is not None and sup.size <= list_cap:
+            listed = sup
+        c = sup.size
+        if c >= prev:
+            return tau
+        prev, tau = c, (float(sup.sum()) - 1.0) / c
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "inf", "flat", "huge"])
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 4096, 40000])
+@pytest.mark.parametrize("cap", [None, 16, 4096])
+def test_michelot_model_equals_sort_reference(kind: str, n: int, cap: int | None) -> None:
+    rng = np.random.default_rng(n)
+    x = make_rows(rng, (4, n), kind)
+    x[:, 0] = np.maximum(x[:, 0], 0.0)  # at least one finite entry per row
+    y = reference.sparsemax(x, -1)
+    for r in range(4):
+        z = x[r] - x[r].max()
+        tau = michelot_model(z, cap)
+        got = np.where(z > tau, z - tau, 0.0)
+        np.testing.assert_allclose(got, y[r], rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(got > 0, y[r] > 0)  # same support, ties included
+
+
+def test_variant_table() -> None:
+    assert variant_for(1).name == "4x32"
+    assert variant_for(128).name == "4x32"
+    assert variant_for(129).name == "32x32"
+    assert variant_for(1024).name == "32x32"
+    assert variant_for(1025).name == "16x512"
+    assert variant_for(8192).name == "16x512"
+    assert variant_for(8193).name == "stream"
+    assert variant_for(2**40).name == "stream"
+    assert all(v.block % v.group == 0 for v in VARIANTS)
+
+
+# --- functional API on CPU arrays ----------------------------------------------------------
+def test_functional_cpu_paths() -> None:
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((5, 9, 3))
+    y = sparsemax(x, axis=1)
+    np.testing.assert_allclose(y, reference.sparsemax(x, 1))
+    yt = sparsemax(torch.from_numpy(x), axis=-2)
+    assert isinstance(yt, torch.Tensor)
+    np.testing.assert_allclose(yt.numpy(), y)
+    dy = rng.standard_normal(x.shape)
+    np.testing.assert_allclose(sparsemax_backward(dy, y, axis=1),
+                               reference.sparsemax_backward(dy, y, 1))  # fmt: skip
+    with pytest.raises(InvalidProblem, match="axis"):
+        sparsemax(x, axis=3)
+    with pytest.raises(InvalidProblem, match="axis"):
+        sparsemax(x, axis=1.0)  # type: ignore[arg-type]
+    with pytest.raises(InvalidProblem, match="rank"):
+        sparsemax(np.float64(1.0) * np.ones(()), axis=-1)
+    with pytest.raises(InvalidProblem, match="shape"):
+        sparsemax_backward(dy[:, :3], y, axis=1)
+
+
+# --- plan validation (raised before any GPU is touched) -------------------------------------
+@pytest.mark.parametrize(("plan", "desc_cls"), [(SparsemaxPlan, SparsemaxDescriptor),
+                                           (SparsemaxBackwardPlan, SparsemaxBackwardDescriptor)])
+def test_descriptor_validation(plan: type, desc_cls: type) -> None:
+    f32 = ElementKind.F32
+    with pytest.raises(InvalidProblem, match=rf"{plan.NAME}: axis must be in \[-2, 2\) \(got 2\)"):
+        plan.select(0, desc_cls((3, 4), 2, f32))
+    with pytest.raises(InvalidProblem, match="non-negative"):
+        plan.select(0, desc_cls((3, -4), 0, f32))
+    with pytest.raises(Unsupported, match="rank"):
+        plan.select(0, desc_cls((1,) * 9, 0, f32))
+    with pytest.raises(Unsupported, match="rank"):
+        plan.select(0, desc_cls((), 0, f32))
+    with pytest.raises(Unsupported, match="element"):
+        plan.select(0, desc_cls((3, 4), 0, "f32"))
+    with pytest.raises(InvalidProblem, match="tuple of ints"):
+        plan.select(0, desc_cls([3, 4], 0, f32))
+    with pytest.raises(InvalidProblem, match="axis must be an int"):
+        plan.select(0, desc_cls((3, 4), True, f32))
+
+
+def test_descriptors_are_frozen_and_hashable() -> None:
+    d = SparsemaxDescriptor((4, 32000), -1, ElementKind.BF16)
+    assert hash(d) == hash(SparsemaxDescriptor((4, 32000), -1, ElementKind.BF16))
+    with pytest.raises(AttributeError):
+        d.axis = 0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_kernels_compile(arch: str) -> None:
+    from baracuda._cuda.compiler import compile_cubin, kernel_name
+    from baracuda.softmax._rows import SPARSEMAX_SOURCE
+
+    for el in ElementKind:
+        cubin = compile_cubin(SPARSEMAX_SOURCE, el, arch)
+        for op in SPARSEMAX_SOURCE.entries:
+            assert kernel_name(op, el).encode() in cubin, (op, el)
+
+
+def test_import_pulls_no_framework() -> None:
+    code = ("import sys, baracuda.softmax, baracuda.softmax.api, baracuda.softmax.cases; "
+            "bad = [m for m in ('torch', 'cupy', 'jax') if m in sys.modules]; "
+            "assert not bad, bad")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True)

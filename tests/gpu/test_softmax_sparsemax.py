@@ -1,0 +1,264 @@
+"""Sparsemax forward and backward on the GPU against the float64 reference: every dtype, row
+lengths 1 to 2^20 (every kernel variant), every axis, strided and misaligned views, ties,
+-inf, special rows, poisoned outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baracuda._cuda.memory import Workspace
+from baracuda._cuda.stream import Stream
+from baracuda.errors import InvalidProblem
+from baracuda.softmax import (
+    SparsemaxArgs,
+    SparsemaxBackwardArgs,
+    SparsemaxBackwardDescriptor,
+    SparsemaxBackwardPlan,
+    SparsemaxDescriptor,
+    SparsemaxPlan,
+    reference,
+)
+from baracuda.softmax.api import sparsemax, sparsemax_backward
+from baracuda.softmax.cases import TOLERANCE, torch_sparsemax_sort
+from baracuda.types import ElementKind
+from tests.helpers import poisoned, torch_dtype
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+ELEMENTS = list(ElementKind)
+LENGTHS = [1, 2, 7, 1000, 1024, 1025, 4096, 32000, 131072, 2**20]
+LAYOUTS = ["last", "first", "middle", "strided", "offset"]
+
+
+def _rows_for(n: int) -> int:
+    return max(2, min(40, 2**21 // n))
+
+
+def _data(rng: np.random.Generator, shape: tuple[int, ...], axis: int) -> np.ndarray:
+    """Normal values with ties (a coarse grid on part of each row) and -inf entries, at least
+    one finite value per row."""
+    x = rng.standard_normal(shape) * 1.5
+    grid = rng.random(shape) < 0.3
+    x[grid] = np.round(x[grid] * 2.0) / 2.0
+    x[rng.random(shape) < 0.1] = -np.inf
+    idx = [slice(None)] * len(shape)
+    idx[axis] = 0
+    x[tuple(idx)] = 1.0
+    return x
+
+
+def _make(layout: str, n: int, rows: int, element: ElementKind,
+          rng: np.random.Generator) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An input view of the given layout and the axis to reduce over."""
+    dt = torch_dtype(element)
+    if layout == "last":
+        shape, axis = (rows, n), -1
+    elif layout == "first":
+        shape, axis = (n, rows), 0
+    elif layout == "middle":
+        shape, axis = (2, n, max(1, rows // 2)), 1
+    elif layout == "strided":  # every other element along the axis, every other row
+        base = torch.from_numpy(_data(rng, (2 * rows, 2 * n), 1)).to(dt).cuda()
+        return base[::2, ::2], 1
+    else:  # "offset": contiguous axis, rows not 16-byte aligned -> scalar path
+        flat = torch.from_numpy(_data(rng, (rows * n + 1,), 0)).to(dt).cuda()
+        return flat[1:].view(rows, n), -1
+    return torch.from_numpy(_data(rng, shape, axis)).to(dt).cuda(), axis
+
+
+def _check(out: torch.Tensor, want: np.ndarray, element: ElementKind, what: str) -> None:
+    o = out.detach().to("cpu", torch.float64).numpy()
+    assert o.shape == want.shape, what
+    nan_o, nan_w = np.isnan(o), np.isnan(want)
+    assert np.array_equal(nan_o, nan_w), f"{what}: NaN where the reference has none " \
+        f"(or the reverse) at {np.argwhere(nan_o != nan_w)[:5].tolist()}"
+    ok = ~nan_w
+    err = np.abs(o[ok] - want[ok]) / np.maximum(1.0, np.abs(want[ok]))
+    tol = TOLERANCE[element]
+    if err.size and err.max() > tol:
+        bad = np.argwhere(ok & (np.abs(o - want) / np.maximum(1.0, np.abs(want)) > tol))[:6]
+        lines = [f"  at {tuple(int(j) for j in i)}: got {o[tuple(i)]!r}, want {want[tuple(i)]!r}"
+                 for i in bad]  # fmt: skip
+        raise AssertionError(f"{what}: max err {err.max():.3g} > {tol}\n" + "\n".join(lines))
+
+
+def _stream() -> Stream:
+    return Stream.wrap(torch.cuda.current_stream())
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_forward(element: ElementKind, n: int, layout: str) -> None:
+    rng = np.random.default_rng(n * 7 + LAYOUTS.index(layout))
+    x, axis = _make(layout, n, _rows_for(n), element, rng)
+    s = _stream()
+    plan = SparsemaxPlan.select(s, SparsemaxDescriptor(tuple(x.shape), axis, element))
+    y = poisoned(tuple(x.shape), element)
+    plan.run(s, Workspace.none(), SparsemaxArgs(x, y))
+    x64 = x.to("cpu", torch.float64).numpy()
+    want = reference.sparsemax(x64, axis)
+    _check(y, want, element, f"sparsemax {layout} n={n} ({plan.last_variant})")
+    sums = y.to(torch.float64).sum(dim=axis)
+    assert torch.allclose(sums, torch.ones_like(sums), atol=max(1e-4, TOLERANCE[element] * 4))
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("n", [5, 1000, 5000, 40000])
+def test_forward_special_rows(element: ElementKind, n: int) -> None:
+    huge = {ElementKind.F16: 3e4, ElementKind.BF16: 1e30, ElementKind.F32: 1e30,
+            ElementKind.F64: 1e300}[element]  # fmt: skip
+    rng = np.random.default_rng(n)
+    rows = [
+        np.full(n, 0.7),                                  # all equal: 1/n each
+        np.where(np.arange(n) == n // 2, 2.0, -np.inf),  # one finite entry: 1 there
+        np.full(n, -np.inf),                              # only -inf: NaN (documented)
+        np.r_[np.nan, rng.standard_normal(n - 1)],        # NaN: NaN row
+        np.r_[rng.standard_normal(n - 1), np.inf],        # +inf: NaN row
+        np.round(rng.standard_normal(n)) * huge,          # huge magnitudes, tied maxima
+        rng.random(n),                                    # flat: large support
+        np.arange(n, dtype=np.float64) / n * 4.0,         # sorted: candidates in one warp
+        -np.arange(n, dtype=np.float64) / n * 4.0,        # reverse sorted
+        np.round(rng.standard_normal(n) * 3) / 8,         # many ties
+    ]  # fmt: skip
+    x = torch.from_numpy(np.stack(rows)).to(torch_dtype(element)).cuda()
+    y = poisoned(tuple(x.shape), element)
+    s = _stream()
+    plan = SparsemaxPlan.select(s, SparsemaxDescriptor(tuple(x.shape), 1, element))
+    plan.run(s, Workspace.none(), SparsemaxArgs(x, y))
+    want = reference.sparsemax(x.to("cpu", torch.float64).numpy(), 1)
+    _check(y, want, element, f"special rows n={n} ({plan.last_variant})")
+    yc = y.to("cpu", torch.float64).numpy()
+    assert np.isnan(yc[2:5]).all()
+    assert (yc[[0, 1, 5, 6, 7, 8, 9]] >= 0).all()
+    assert np.array_equal(yc[5] > 0, want[5] > 0)  # ties at the max share exactly
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_backward(element: ElementKind, n: int, layout: str) -> None:
+    rng = np.random.default_rng(n * 11 + LAYOUTS.index(layout))
+    x, axis = _make(layout, n, _rows_for(n), element, rng)
+    y = torch.from_numpy(reference.sparsemax(x.to("cpu", torch.float64).numpy(), axis))
+    y = y.to(x.dtype).cuda()
+    dy_full, _ = _make(layout, n, _rows_for(n), element, rng)
+    dy = dy_full.nan_to_num(neginf=-3.0)
+    # dy off the support is never read: NaN there must not propagate
+    dy = torch.where(y > 0, dy, torch.full_like(dy, float("nan")))
+    if layout in ("strided", "offset"):  # keep dy's own layout
+        dy_full.copy_(dy)
+        dy = dy_full
+    s = _stream()
+    desc = SparsemaxBackwardDescriptor(tuple(x.shape), axis, element)
+    plan = SparsemaxBackwardPlan.select(s, desc)
+    dx = poisoned(tuple(x.shape), element)
+    plan.run(s, Workspace.none(), SparsemaxBackwardArgs(dy, y, dx))
+    want = reference.sparsemax_backward(dy.to("cpu", torch.float64).numpy(),
+                                        y.to("cpu", torch.float64).numpy(), axis)  # fmt: skip
+    _check(dx, want, element, f"sparsemax_backward {layout} n={n} ({plan.last_variant})")
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("n", [7, 1000, 5000, 40000])
+def test_backward_matches_torch_autograd_of_sort_formula(element: ElementKind, n: int) -> None:
+    x = torch.randn(6, n, dtype=torch.float64, requires_grad=True)
+    y64 = torch_sparsemax_sort(x, -1)
+    dy64 = torch.randn(6, n, dtype=torch.float64)
+    dt = torch_dtype(element)
+    y, dy = y64.detach().to(dt), dy64.to(dt)
+    if not torch.equal(y.double() > 0, y64.detach() > 0):
+        pytest.skip("rounding to this dtype changed the support")
+    got = sparsemax_backward(dy.cuda(), y.cuda(), axis=-1)
+    # dy rounded to the dtype: compare with the autograd result on the rounded dy
+    (want,) = torch.autograd.grad(y64, x, dy.double(), retain_graph=True)
+    _check(got, want.numpy(), element, f"backward vs autograd n={n}")
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_functional_and_in_place(element: ElementKind) -> None:
+    dt = torch_dtype(element)
+    x = torch.randn(3, 300, 5, device="cuda").to(dt)
+    y = sparsemax(x, axis=1)
+    assert isinstance(y, torch.Tensor)
+    assert y.dtype == dt
+    assert y.shape == x.shape
+    want = reference.sparsemax(x.to("cpu", torch.float64).numpy(), 1)
+    _check(y, want, element, "functional")
+    # in place: y written over x (same view)
+    xc = x.clone()
+    s = _stream()
+    plan = SparsemaxPlan.select(s, SparsemaxDescriptor(tuple(x.shape), -2, element))
+    plan.run(s, Workspace.none(), SparsemaxArgs(xc, xc))
+    _check(xc, want, element, "in place")
+    dy = torch.randn_like(x)
+    dx = sparsemax_backward(dy, y, axis=-2)
+    want_dx = reference.sparsemax_backward(dy.to("cpu", torch.float64).numpy(),
+                                           y.to("cpu", torch.float64).numpy(), 1)  # fmt: skip
+    _check(dx, want_dx, element, "functional backward")
+
+
+def test_empty_tensors() -> None:
+    s = _stream()
+    for shape, axis in [((0, 5), 1), ((5, 0), 1), ((5, 0), 0), ((2, 0, 3), 1)]:
+        x = torch.empty(shape, device="cuda")
+        y = torch.empty(shape, device="cuda")
+        SparsemaxPlan.select(s, SparsemaxDescriptor(shape, axis, ElementKind.F32)).run(
+            s, Workspace.none(), SparsemaxArgs(x, y))  # fmt: skip
+        bdesc = SparsemaxBackwardDescriptor(shape, axis, ElementKind.F32)
+        bplan = SparsemaxBackwardPlan.select(s, bdesc)
+        bplan.run(s, Workspace.none(), SparsemaxBackwardArgs(x, x, y))
+        assert sparsemax(x, axis=axis).shape == shape
+
+
+def test_tensor_validation() -> None:
+    s = _stream()
+    plan = SparsemaxPlan.select(s, SparsemaxDescriptor((4, 8), -1, ElementKind.F32))
+    x = torch.randn(4, 8, device="cuda")
+    with pytest.raises(InvalidProblem, match=r"SparsemaxPlan: y.shape must be \(4, 8\)"):
+        plan.run(s, Workspace.none(), SparsemaxArgs(x, torch.empty(4, 9, device="cuda")))
+    with pytest.raises(InvalidProblem, match="SparsemaxPlan: x dtype"):
+        plan.run(s, Workspace.none(), SparsemaxArgs(x.double(), torch.empty_like(x)))
+    with pytest.raises(InvalidProblem, match="CUDA device memory"):
+        plan.run(s, Workspace.none(), SparsemaxArgs(x.cpu(), torch.empty_like(x)))
+    with pytest.raises(InvalidProblem, match="overlapping"):
+        plan.run(s, Workspace.none(), SparsemaxArgs(x, torch.empty(4, 1, device="cuda")
+                                                    .expand(4, 8)))  # fmt: skip
+    buf = torch.randn(32, device="cuda")
+    with pytest.raises(InvalidProblem, match="shares its pointer"):
+        plan.run(s, Workspace.none(), SparsemaxArgs(buf.as_strided((4, 8), (8, 1)),
+                                                    buf.as_strided((4, 8), (1, 4))))  # fmt: skip
+    bdesc = SparsemaxBackwardDescriptor((4, 8), 1, ElementKind.F32)
+    bplan = SparsemaxBackwardPlan.select(s, bdesc)
+    with pytest.raises(InvalidProblem, match="SparsemaxBackwardPlan: dy is required"):
+        bplan.run(s, Workspace.none(), SparsemaxBackwardArgs(None, x, torch.empty_like(x)))
+
+
+def test_deterministic_and_sku() -> None:
+    x = torch.randn(64, 40000, device="cuda")
+    a, b = sparsemax(x), sparsemax(x)
+    assert torch.equal(a, b)
+    s = _stream()
+    plan = SparsemaxPlan.select(s, SparsemaxDescriptor((64, 40000), -1, ElementKind.F32))
+    assert plan.sku().variant == "stream"
+    assert plan.precision_guarantee().deterministic
+    assert plan.workspace_size() == 0
+
+
+def test_graph_capture() -> None:
+    x = torch.randn(16, 3000, device="cuda")
+    y = torch.empty_like(x)
+    s_t = torch.cuda.Stream()
+    with torch.cuda.stream(s_t):
+        s = Stream.wrap(s_t)
+        plan = SparsemaxPlan.select(s, SparsemaxDescriptor((16, 3000), -1, ElementKind.F32))
+        plan.run(s, Workspace.none(), SparsemaxArgs(x, y))  # warm-up outside the graph
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s_t):
+            plan.run(s, Workspace.none(), SparsemaxArgs(x, y))
+    y.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    _check(y, reference.sparsemax(x.double().cpu().numpy(), -1), ElementKind.F32, "graph")
