@@ -1,0 +1,236 @@
+"""Launching the scan skeleton of ``scan.cu``: layout choice, chunking, workspace, passes.
+
+One launch scans every row of a tensor along one axis with one op of ``scan.cu``. The
+tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts:
+
+- ``rows``: the axis is contiguous in the primary tensor; a warp (short rows) or a block
+  per (row, chunk), 16-byte vectors when aligned.
+- ``cols``: the axis is strided; one thread per (row, chunk), adjacent rows on adjacent
+  threads (coalesced when the innermost outer dim is contiguous).
+
+When rows alone cannot fill the GPU, each row is cut into chunks: a reduce pass writes
+chunk totals to the workspace, ``states`` turns them into exclusive carries in place, and
+the final pass rescans each chunk from its carry.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
+from baracuda._cuda.compiler import KernelSource, register_source
+from baracuda._cuda.launch import launch
+from baracuda._cuda.module import LoadedModule
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView
+from baracuda._layout import contiguous_strides, numel, split_axis
+
+__all__ = [
+    "SCAN_SOURCE",
+    "OPS",
+    "Operand",
+    "Params",
+    "Chunking",
+    "chunking",
+    "state_bytes",
+    "launch_scan",
+    "BLOCK",
+]
+
+OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd")
+_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8")
+
+SCAN_SOURCE = register_source(
+    KernelSource("scan", "scan.cu", tuple(f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS))
+)
+
+BLOCK = 256
+STATE_BYTES = 16  # the largest per-chunk state (MaxIdx<double>, Pair<double>)
+_COL_UNROLL = 8
+_MAX_CHUNKS = 8192
+IN0, IN1, IN2, OUT, AUX = range(5)
+
+
+class Operand(ctypes.Structure):
+    _fields_ = (("ptr", ctypes.c_uint64), ("axis_stride", ctypes.c_int64), ("outer", Strides))
+
+
+class Params(ctypes.Structure):
+    _fields_ = (
+        ("op", Operand * 5),
+        ("outer", Shape),
+        ("rows", ctypes.c_int64),
+        ("n", ctypes.c_int64),
+        ("chunk_len", ctypes.c_int64),
+        ("nchunks", ctypes.c_int64),
+        ("carry", ctypes.c_uint64),
+        ("agg", ctypes.c_uint64),
+        ("reverse", ctypes.c_int32),
+        ("mode", ctypes.c_int32),
+        ("vec", ctypes.c_int32),
+    )
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_up(a: int, b: int) -> int:
+    return _cdiv(a, b) * b
+
+
+def per_thread(itemsize: int) -> int:
+    """Elements a thread owns per tile in the rows kernels (``K`` in scan.cu)."""
+    return 4 if itemsize == 8 else 8
+
+
+@dataclass(frozen=True, slots=True)
+class Chunking:
+    layout: str  # "rows1", "rows8" or "cols"
+    nchunks: int
+    chunk_len: int
+
+
+def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Chunking:
+    """How a launch cuts its rows: the kernel variant, chunks per row and chunk length."""
+    if layout == "rows":
+        k = per_thread(itemsize)
+        if n <= 2 * 32 * k:
+            return Chunking("rows1", 1, max(n, 1))
+        tile = BLOCK * k
+        target = sm_count * 4  # blocks of 256 threads
+        if rows >= target or n <= 2 * tile:
+            return Chunking("rows8", 1, n)
+        want = min(-(-target // rows), -(-n // tile), _MAX_CHUNKS)
+        chunk_len = _round_up(_cdiv(n, want), tile)
+        return Chunking("rows8", -(-n // chunk_len), chunk_len)
+    target_threads = sm_count * 2048
+    if rows * 2 >= target_threads or n <= 4 * _COL_UNROLL:
+        return Chunking("cols", 1, max(n, 1))
+    want = min(-(-target_threads // rows), -(-n // (2 * _COL_UNROLL)), _MAX_CHUNKS)
+    chunk_len = -(-n // want)
+    chunk_len = -(-chunk_len // _COL_UNROLL) * _COL_UNROLL
+    return Chunking("cols", -(-n // chunk_len), chunk_len)
+
+
+def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -> int:
+    """Workspace bytes for chunk carries, the most either layout may need for this shape."""
+    n = shape[axis]
+    total = numel(shape)
+    if total == 0:
+        return 0
+    rows = total // n
+    need = 0
+    for layout in ("rows", "cols"):
+        ch = chunking(layout, rows, n, itemsize, sm_count)
+        if ch.nchunks > 1:
+            need = max(need, rows * ch.nchunks * STATE_BYTES)
+    return need
+
+
+def layout_of(primary: TensorView, axis: int) -> str:
+    """``rows`` when the axis is contiguous in ``primary`` (or has one element), else ``cols``."""
+    return "rows" if primary.shape[axis] <= 1 or abs(primary.strides[axis]) == 1 else "cols"
+
+
+def flag_strides(shape: Sequence[int], axis: int, layout: str) -> tuple[int, ...]:
+    """Strides of the uint8 winner flags in the workspace, matched to the layout's access."""
+    n = shape[axis]
+    outer = [d for i, d in enumerate(shape) if i != axis]
+    ostr = list(contiguous_strides(outer))
+    rows = numel(outer)
+    if layout == "rows":
+        ostr = [s * n for s in ostr]
+        axis_stride = 1
+    else:
+        axis_stride = rows
+    out = [*ostr[:axis], axis_stride, *ostr[axis:]]
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One operand of a launch: a view, or raw (ptr, strides) for workspace flags."""
+
+    ptr: int
+    strides: tuple[int, ...]
+
+
+def slot(view: TensorView | None) -> Slot | None:
+    return None if view is None else Slot(view.ptr, view.strides)
+
+
+def launch_scan(
+    module: LoadedModule,
+    op: str,
+    stream: Stream,
+    shape: tuple[int, ...],
+    axis: int,
+    *,
+    reverse: bool,
+    mode: int,
+    operands: Sequence[Slot | None],
+    vec_slots: Sequence[int],
+    itemsize: int,
+    layout: str,
+    sm_count: int,
+    states_ptr: int,
+) -> str:
+    """Enqueue one scan (1 or 3 kernels). ``operands`` are the 5 slots IN0, IN1, IN2, OUT, AUX
+    (None when unused); ``vec_slots`` the slots of element type whose alignment decides the
+    vector path. Returns the variant run, for ``sku``/tests."""
+    total = numel(shape)
+    if total == 0:
+        return "empty"
+    n = shape[axis]
+    used = [i for i, o in enumerate(operands) if o is not None]
+    oshape, ostrides, _, axis_strides = split_axis(
+        shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
+    )
+    rows = total // n
+    ch = chunking(layout, rows, n, itemsize, sm_count)
+    params = Params()
+    params.outer = shape_arg(oshape)
+    for k, i in enumerate(used):
+        o = operands[i]
+        assert o is not None
+        params.op[i].ptr = o.ptr
+        params.op[i].axis_stride = axis_strides[k]
+        params.op[i].outer = strides_arg(ostrides[k])
+    lanes = 16 // itemsize
+    params.vec = int(
+        layout == "rows"
+        and all(
+            operands[i] is not None
+            and operands[i].ptr % 16 == 0  # type: ignore[union-attr]
+            and axis_strides[used.index(i)] == 1
+            and all(s % lanes == 0 for s in ostrides[used.index(i)])
+            for i in vec_slots
+        )
+    )
+    params.rows, params.n = rows, n
+    params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
+    params.reverse, params.mode = int(reverse), mode
+    kernel = f"scan_{op}_{ch.layout}"
+    fn = module.function(kernel)
+    items = rows * ch.nchunks
+    if ch.layout == "cols":
+        grid = max(1, min(-(-items // BLOCK), sm_count * 64))
+    else:
+        per_block = 8 if ch.layout == "rows1" else 1
+        grid = max(1, min(-(-items // per_block), sm_count * 64))
+    if ch.nchunks == 1:
+        launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
+        return ch.layout
+    params.agg = states_ptr
+    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
+    params.agg = 0
+    params.carry = states_ptr
+    states = "states8" if ch.nchunks > 128 else "states1"
+    sfn = module.function(f"scan_{op}_{states}")
+    sgrid = max(1, min(rows if states == "states8" else -(-rows // 8), sm_count * 64))
+    launch(sfn, (sgrid, 1, 1), BLOCK, 0, stream, [params], f"scan_{op}_{states}")
+    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
+    return f"{ch.layout}x{ch.nchunks}"

@@ -1,0 +1,158 @@
+"""Functional axis scans: any framework's arrays in, the same framework's arrays out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baracuda._functional import (
+    cached_plan,
+    element_of,
+    empty_like,
+    finish,
+    is_cuda_array,
+    resolve_stream,
+    workspace_for,
+)
+from baracuda.errors import InvalidProblem
+from baracuda.scan import reference
+from baracuda.scan.scan import ScanArgs, ScanDescriptor, ScanPlan
+from baracuda.scan.scan_backward import (
+    ScanBackwardArgs,
+    ScanBackwardDescriptor,
+    ScanBackwardPlan,
+)
+from baracuda.types import IndexElementKind, ScanKind, TieBreak
+
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "scan_backward"]
+
+
+def _kind(op: str, kind: object) -> ScanKind:
+    if isinstance(kind, ScanKind):
+        return kind
+    try:
+        return ScanKind(str(kind).lower())
+    except ValueError:
+        raise InvalidProblem(
+            f"baracuda.{op}: kind must be a ScanKind or one of "
+            f"{', '.join(k.value for k in ScanKind)} (got {kind!r})"
+        ) from None
+
+
+def _tie(op: str, tie_break: object) -> TieBreak:
+    if isinstance(tie_break, TieBreak):
+        return tie_break
+    try:
+        return TieBreak(str(tie_break).lower())
+    except ValueError:
+        raise InvalidProblem(
+            f"baracuda.{op}: tie_break must be 'first' or 'last' (got {tie_break!r})"
+        ) from None
+
+
+def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBreak,
+             stream: object) -> Any:  # fmt: skip
+    extremum = kind in (ScanKind.CUMMAX, ScanKind.CUMMIN)
+    if not is_cuda_array(x, kind.value):
+        return reference.scan(kind, x, axis, reverse, tie_break)
+    s = resolve_stream(stream, x)
+    desc = ScanDescriptor(kind, tuple(x.shape), axis, element_of(x), reverse, tie_break)
+    plan = cached_plan(ScanPlan, s, desc)
+    y = empty_like(x, stream=s)
+    idx = empty_like(x, dtype=IndexElementKind.I64, stream=s) if extremum else None
+    plan.run(s, workspace_for(plan, s), ScanArgs(x, y, idx))
+    return (finish(y), finish(idx)) if extremum else finish(y)
+
+
+_DOC = """
+
+    Parameters
+    ----------
+    x : array (f32, f16, bf16, f64), rank 1-8, any strides. CUDA arrays (torch, cupy, jax)
+        run the CUDA kernels; CPU arrays (numpy, torch CPU, any array-API library) run the
+        array-API reference.
+    axis : int, the scan axis (negative counts from the end).
+    reverse : bool, scan from the last element of the axis to the first.
+    stream : optional stream (``__cuda_stream__`` object or handle); default: the current
+        stream of ``x``'s framework, or the legacy default stream.
+
+    Precision: f16/bf16 accumulate in f32, f64 in f64; one rounding per output;
+    deterministic. Raises ``InvalidProblem`` (axis, shapes) and ``Unsupported`` (dtype,
+    rank).
+    """
+
+
+def cumsum(x: Any, axis: int = -1, reverse: bool = False, *, stream: object = None) -> Any:
+    return _forward(ScanKind.CUMSUM, x, axis, reverse, TieBreak.FIRST, stream)
+
+
+def cumprod(x: Any, axis: int = -1, reverse: bool = False, *, stream: object = None) -> Any:
+    return _forward(ScanKind.CUMPROD, x, axis, reverse, TieBreak.FIRST, stream)
+
+
+def logcumsumexp(x: Any, axis: int = -1, reverse: bool = False, *,
+                 stream: object = None) -> Any:  # fmt: skip
+    return _forward(ScanKind.LOGCUMSUMEXP, x, axis, reverse, TieBreak.FIRST, stream)
+
+
+def cummax(x: Any, axis: int = -1, reverse: bool = False, *, tie_break: object = "first",
+           stream: object = None) -> tuple[Any, Any]:  # fmt: skip
+    out: tuple[Any, Any] = _forward(ScanKind.CUMMAX, x, axis, reverse,
+                                    _tie("cummax", tie_break), stream)  # fmt: skip
+    return out
+
+
+def cummin(x: Any, axis: int = -1, reverse: bool = False, *, tie_break: object = "first",
+           stream: object = None) -> tuple[Any, Any]:  # fmt: skip
+    out: tuple[Any, Any] = _forward(ScanKind.CUMMIN, x, axis, reverse,
+                                    _tie("cummin", tie_break), stream)  # fmt: skip
+    return out
+
+
+cumsum.__doc__ = "Inclusive cumulative sum along ``axis``: a new array like ``x``." + _DOC
+cumprod.__doc__ = "Inclusive cumulative product along ``axis``: a new array like ``x``." + _DOC
+logcumsumexp.__doc__ = (
+    "``log(cumsum(exp(x)))`` along ``axis``, computed stably (``-inf`` is the identity)."
+    + _DOC
+)
+cummax.__doc__ = (
+    "Running maximum along ``axis``: ``(values, indices)``, indices int64 positions along the"
+    " axis of the running winner. ``tie_break``: 'first' (earliest in scan order) or 'last'"
+    " (latest, as ``torch.cummax``). NaN wins and sticks; the index is the latest NaN's." + _DOC
+)
+cummin.__doc__ = (cummax.__doc__ or "").replace("maximum", "minimum").replace("cummax", "cummin")
+
+
+def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: int = -1,
+                  reverse: bool = False, tie_break: object = "first",
+                  stream: object = None) -> Any:  # fmt: skip
+    """Gradient of an axis scan with respect to its input: ``dx`` from ``dy``.
+
+    Parameters
+    ----------
+    kind : ScanKind or its name ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp").
+    dy : upstream gradient, the shape and dtype of the forward output.
+    x, y : the saved forward input (cumprod, cummax, cummin, logcumsumexp) and output
+        (cumprod, logcumsumexp); None where not needed.
+    axis, reverse : as in the forward call.
+    tie_break : cummax/cummin: 'first' sends the gradient of tied extrema to the earliest
+        occurrence in scan order, 'last' to the latest (PyTorch's choice).
+
+    Returns
+    -------
+    ``dx``, a new array like ``dy``.
+
+    cumprod is exact with zeros in ``x`` (no division, no host synchronisation);
+    logcumsumexp is stable for large ``|x|`` and gives 0 at ``x = -inf``. Deterministic.
+    Raises ``InvalidProblem`` (missing saved tensor, shape mismatch, axis).
+    """
+    k = _kind("scan_backward", kind)
+    tb = _tie("scan_backward", tie_break)
+    if not is_cuda_array(dy, "scan_backward"):
+        return reference.scan_backward(k, dy, x=x, y=y, axis=axis, reverse=reverse,
+                                       tie_break=tb)  # fmt: skip
+    s = resolve_stream(stream, dy)
+    desc = ScanBackwardDescriptor(k, tuple(dy.shape), axis, element_of(dy), reverse, tb)
+    plan = cached_plan(ScanBackwardPlan, s, desc)
+    dx = empty_like(dy, stream=s)
+    plan.run(s, workspace_for(plan, s), ScanBackwardArgs(dy, dx, x, y))
+    return finish(dx)

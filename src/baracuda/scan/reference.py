@@ -1,0 +1,236 @@
+"""Axis scans and their backward against the array API standard: the CPU path and the oracle.
+
+Every op is written as the kernels' monoid (same combine, same NaN/inf/zero rules) and run
+with a log-depth (Hillis-Steele) scan of whole-array operations, so it is vectorised for
+any shape: ``ceil(log2 n)`` steps of elementwise work. Half types are computed in float32
+and rounded once, f64 in f64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from baracuda._xp import from_acc, namespace, to_acc
+from baracuda.errors import InvalidProblem
+from baracuda.types import ScanKind, TieBreak
+
+__all__ = [
+    "scan",
+    "scan_backward",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+]
+
+State = tuple[Any, ...]
+Combine = Callable[[State, State], State]
+
+
+def _assoc_scan(xp: Any, state: State, combine: Combine) -> State:
+    """Inclusive scan along the last axis of each array in ``state``; ``combine(earlier,
+    later)``."""
+    n = state[0].shape[-1]
+    d = 1
+    while d < n:
+        prev = tuple(s[..., : n - d] for s in state)
+        cur = tuple(s[..., d:] for s in state)
+        new = combine(prev, cur)
+        state = tuple(xp.concat((s[..., :d], t), axis=-1) for s, t in zip(state, new, strict=True))
+        d *= 2
+    return state
+
+
+def _exclusive(xp: Any, incl: State, identity: tuple[float, ...]) -> State:
+    out = []
+    for s, e in zip(incl, identity, strict=True):
+        head = xp.full((*s.shape[:-1], 1), e, dtype=s.dtype)
+        out.append(xp.concat((head, s[..., :-1]), axis=-1))
+    return tuple(out)
+
+
+def _to_last(xp: Any, a: Any, axis: int, reverse: bool) -> Any:
+    a = xp.moveaxis(a, axis, -1)
+    return xp.flip(a, axis=-1) if reverse else a
+
+
+def _from_last(xp: Any, a: Any, axis: int, reverse: bool) -> Any:
+    if reverse:
+        a = xp.flip(a, axis=-1)
+    return xp.moveaxis(a, -1, axis)
+
+
+def _axis(op: str, x: Any, axis: int) -> int:
+    nd = len(x.shape)
+    if nd == 0:
+        raise InvalidProblem(f"baracuda.{op}: x must have rank >= 1 (got a 0-d array)")
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -nd <= axis < nd:
+        raise InvalidProblem(f"baracuda.{op}: axis must be an int in [{-nd}, {nd}) (got {axis!r})")
+    return axis % nd
+
+
+def _log_add_exp(xp: Any, a: Any, b: Any) -> Any:
+    mx = xp.maximum(a, b)
+    mn = xp.minimum(a, b)
+    with_nan = xp.isnan(a) | xp.isnan(b)
+    same_inf = (mx == mn) & xp.isinf(mx)
+    bad = same_inf | (mx == -xp.inf) | with_nan
+    zero = xp.zeros_like(mx)
+    out = mx + xp.log1p(xp.exp(xp.where(bad, zero, mn) - xp.where(bad, zero, mx)))
+    out = xp.where(b == -xp.inf, a, xp.where(a == -xp.inf, b, out))
+    out = xp.where(same_inf & (mx == xp.inf), a, out)
+    return xp.where(with_nan, a + b, out)
+
+
+def _rescale(xp: Any, a: Any, b: Any) -> Any:
+    """``exp(a - b)``, and 1 where ``a == b`` (so equal infinities give 1, not NaN)."""
+    same = a == b
+    zero = xp.zeros_like(a)
+    diff = xp.where(same, zero, a) - xp.where(same, zero, b)
+    return xp.where(same, xp.ones_like(a), xp.exp(diff))
+
+
+def _wins(xp: Any, r: Any, l: Any, is_min: bool, last: bool) -> Any:  # noqa: E741
+    cmp = (r <= l if last else r < l) if is_min else r >= l if last else r > l
+    return xp.isnan(r) | (~xp.isnan(l) & cmp)
+
+
+def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tuple[Any, Any]:
+    """Running (value, physical index) along the last axis of ``xa`` (already flipped)."""
+    n = xa.shape[-1]
+    pos = xp.arange(n, dtype=xp.int64)
+    if reverse:
+        pos = n - 1 - pos
+    idx = xp.broadcast_to(pos, xa.shape)
+
+    def combine(e: State, t: State) -> State:
+        w = _wins(xp, t[0], e[0], is_min, last)
+        return xp.where(w, t[0], e[0]), xp.where(w, t[1], e[1])
+
+    v, i = _assoc_scan(xp, (xa, idx), combine)
+    return v, i
+
+
+def _linrec(xp: Any, a: Any, b: Any) -> Any:
+    """Exclusive ``b`` of the linear recurrence h = a h_prev + b (scan along the last axis)."""
+
+    def combine(e: State, t: State) -> State:
+        return e[0] * t[0], t[0] * e[1] + t[1]
+
+    inc = _assoc_scan(xp, (a, b), combine)
+    return _exclusive(xp, inc, (1.0, 0.0))[1]
+
+
+def scan(kind: ScanKind, x: Any, axis: int = -1, reverse: bool = False,
+         tie_break: TieBreak = TieBreak.FIRST) -> Any:  # fmt: skip
+    """Inclusive scan of ``kind`` along ``axis``: ``y`` (and ``(y, indices)`` for cummax /
+    cummin, int64 physical positions of the running winners)."""
+    xp = namespace(x)
+    ax = _axis(kind.value, x, axis)
+    if x.shape[ax] == 0 or 0 in x.shape:
+        y = xp.empty(x.shape, dtype=x.dtype)
+        if kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
+            return y, xp.empty(x.shape, dtype=xp.int64)
+        return y
+    xa = _to_last(xp, to_acc(xp, x), ax, reverse)
+    if kind is ScanKind.CUMSUM:
+        (ya,) = _assoc_scan(xp, (xa,), lambda e, t: (e[0] + t[0],))
+    elif kind is ScanKind.CUMPROD:
+        (ya,) = _assoc_scan(xp, (xa,), lambda e, t: (e[0] * t[0],))
+    elif kind is ScanKind.LOGCUMSUMEXP:
+        (ya,) = _assoc_scan(xp, (xa,), lambda e, t: (_log_add_exp(xp, e[0], t[0]),))
+    else:
+        v, i = _extremum(xp, xa, kind is ScanKind.CUMMIN, tie_break is TieBreak.LAST, reverse)
+        return (from_acc(xp, _from_last(xp, v, ax, reverse), x),
+                _from_last(xp, i, ax, reverse))  # fmt: skip
+    return from_acc(xp, _from_last(xp, ya, ax, reverse), x)
+
+
+def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis: int = -1,
+                  reverse: bool = False, tie_break: TieBreak = TieBreak.FIRST) -> Any:  # fmt: skip
+    """``dx``, the gradient of ``scan(kind, x, axis, reverse)`` for upstream gradient ``dy``.
+
+    Saved tensors: ``x`` for cumprod/cummax/cummin/logcumsumexp, ``y`` for
+    cumprod/logcumsumexp (the forward output, read as given). cumprod is exact with zeros
+    (no division); logcumsumexp gives 0 where ``x = -inf``.
+    """
+    op = f"scan_backward({kind.value})"
+    xp = namespace(dy)
+    ax = _axis(op, dy, axis)
+    for name, t, needed in (
+        ("x", x, kind is not ScanKind.CUMSUM),
+        ("y", y, kind in (ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP)),
+    ):
+        if needed and t is None:
+            raise InvalidProblem(f"baracuda.{op}: the saved forward tensor {name} is required")
+        if needed and tuple(t.shape) != tuple(dy.shape):
+            raise InvalidProblem(
+                f"baracuda.{op}: {name}.shape must equal dy.shape {tuple(dy.shape)} "
+                f"(got {tuple(t.shape)})"
+            )
+    if 0 in dy.shape:
+        return xp.empty(dy.shape, dtype=dy.dtype)
+    back = not reverse  # the backward scans the other way
+
+    def last(a: Any) -> Any:
+        return _to_last(xp, to_acc(xp, a), ax, back)
+
+    g = last(dy)
+    if kind is ScanKind.CUMSUM:
+        (out,) = _assoc_scan(xp, (g,), lambda e, t: (e[0] + t[0],))
+    elif kind is ScanKind.CUMPROD:
+        xa, ya = last(x), last(y)
+        q_next = _linrec(xp, xa, xa * g)  # Q_{i+1}
+        # y_{i-1}: the next element in backward order; 1 at the forward start
+        one = xp.ones((*ya.shape[:-1], 1), dtype=ya.dtype)
+        y_prev = xp.concat((ya[..., 1:], one), axis=-1)
+        out = y_prev * (g + q_next)
+    elif kind is ScanKind.LOGCUMSUMEXP:
+        xa, ya = last(x), last(y)
+
+        def combine(e: State, t: State) -> State:
+            m = xp.minimum(e[1], t[1])
+            return e[0] * _rescale(xp, m, e[1]) + t[0] * _rescale(xp, m, t[1]), m
+
+        s, r = _assoc_scan(xp, (g, ya), combine)
+        scale = _rescale(xp, xa, r)
+        out = xp.where(xa == -xp.inf, xp.zeros_like(xa), scale * s)
+    else:
+        xf = _to_last(xp, to_acc(xp, x), ax, reverse)  # forward order
+        _, idx = _extremum(xp, xf, kind is ScanKind.CUMMIN, tie_break is TieBreak.LAST, reverse)
+        n = xf.shape[-1]
+        pos = xp.arange(n, dtype=xp.int64)
+        if reverse:
+            pos = n - 1 - pos
+        flag = xp.flip(idx == pos, axis=-1)  # to backward order
+        zero = xp.zeros_like(g)
+        v_next = _linrec(xp, xp.where(flag, zero, xp.ones_like(g)), xp.where(flag, zero, g))
+        out = xp.where(flag, g + v_next, zero)
+    return from_acc(xp, _from_last(xp, out, ax, back), dy)
+
+
+def cumsum(x: Any, axis: int = -1, reverse: bool = False) -> Any:
+    return scan(ScanKind.CUMSUM, x, axis, reverse)
+
+
+def cumprod(x: Any, axis: int = -1, reverse: bool = False) -> Any:
+    return scan(ScanKind.CUMPROD, x, axis, reverse)
+
+
+def cummax(x: Any, axis: int = -1, reverse: bool = False,
+           tie_break: TieBreak = TieBreak.FIRST) -> tuple[Any, Any]:  # fmt: skip
+    out: tuple[Any, Any] = scan(ScanKind.CUMMAX, x, axis, reverse, tie_break)
+    return out
+
+
+def cummin(x: Any, axis: int = -1, reverse: bool = False,
+           tie_break: TieBreak = TieBreak.FIRST) -> tuple[Any, Any]:  # fmt: skip
+    out: tuple[Any, Any] = scan(ScanKind.CUMMIN, x, axis, reverse, tie_break)
+    return out
+
+
+def logcumsumexp(x: Any, axis: int = -1, reverse: bool = False) -> Any:
+    return scan(ScanKind.LOGCUMSUMEXP, x, axis, reverse)
+

@@ -1,0 +1,526 @@
+// Axis scans, forward and backward, on one skeleton parameterised by an associative op.
+//
+// The plan maps a tensor to rows (the coalesced outer dims, any strides) of n elements
+// along the scan axis. Scan order q = 0..n-1 is physical position p = q, or n-1-q when
+// `reverse`. Every op is a monoid over a state S (combine(earlier, later), identity) plus:
+//   make(inputs of one element) -> S         out_value(inclusive, exclusive, inputs) -> A
+// Kernels (each op gets all of them, one extern "C" entry per op x layout x dtype):
+//   rows1 / rows8  axis contiguous: a warp (rows1) or a 256-thread block (rows8) per (row,
+//                  chunk); each thread owns K consecutive elements (16-byte vector loads
+//                  when aligned), thread-serial scan + shuffle scan + running carry.
+//   cols           axis strided: one thread per (row, chunk), rows adjacent across threads
+//                  (coalesced when the innermost outer dim is contiguous), serial walk with
+//                  U loads in flight.
+//   states1/8      in-place exclusive scan of per-chunk totals (multi-chunk rows).
+// A multi-chunk launch is reduce (write chunk totals) -> states -> final (carry-in).
+// Backward ops are one scan in the opposite direction plus an epilogue (see each op).
+
+namespace bc {
+namespace scan {
+
+enum { IN0 = 0, IN1 = 1, IN2 = 2, OUT = 3, AUX = 4, NOPS = 5 };
+
+// Mirrors baracuda.scan._kernels.Operand / Params (ctypes).
+struct Operand {
+  void* ptr;
+  i64 axis_stride;
+  Strides outer;
+};
+struct Params {
+  Operand op[NOPS];
+  Shape outer;
+  i64 rows, n, chunk_len, nchunks;
+  void* carry;  // S[rows * nchunks]: exclusive carry of each (row, chunk), or null
+  void* agg;    // S[rows * nchunks]: written with chunk totals (reduce pass), or null
+  int reverse;
+  int mode;     // op-specific flags
+  int vec;      // T operands allow 16-byte vectors along the axis (stride 1, aligned rows)
+};
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kBlock = 256;
+constexpr int kColUnroll = 8;
+
+template <typename A>
+struct MaxIdx {
+  A v;
+  i64 i;  // physical index of the winner; -1 marks the identity
+};
+template <typename A>
+struct Pair {
+  A a;
+  A b;
+};
+
+__device__ __forceinline__ float shfl_up(float x, int d) { return __shfl_up_sync(kFull, x, d); }
+__device__ __forceinline__ double shfl_up(double x, int d) { return __shfl_up_sync(kFull, x, d); }
+__device__ __forceinline__ float shfl_idx(float x, int s) { return __shfl_sync(kFull, x, s); }
+__device__ __forceinline__ double shfl_idx(double x, int s) { return __shfl_sync(kFull, x, s); }
+template <typename A>
+__device__ __forceinline__ MaxIdx<A> shfl_up(MaxIdx<A> x, int d) {
+  return {shfl_up(x.v, d), (i64)__shfl_up_sync(kFull, (long long)x.i, d)};
+}
+template <typename A>
+__device__ __forceinline__ MaxIdx<A> shfl_idx(MaxIdx<A> x, int s) {
+  return {shfl_idx(x.v, s), (i64)__shfl_sync(kFull, (long long)x.i, s)};
+}
+template <typename A>
+__device__ __forceinline__ Pair<A> shfl_up(Pair<A> x, int d) {
+  return {shfl_up(x.a, d), shfl_up(x.b, d)};
+}
+template <typename A>
+__device__ __forceinline__ Pair<A> shfl_idx(Pair<A> x, int s) {
+  return {shfl_idx(x.a, s), shfl_idx(x.b, s)};
+}
+
+template <typename A>
+__device__ __forceinline__ bool is_nan(A x) { return x != x; }
+
+// ---------------------------------------------------------------- forward ops
+// Inputs: IN0 = x. Output OUT = y. AUX (cummax/cummin): int64 indices, or uint8 "this
+// element is its own running winner" flags (mode & 4; the first pass of the backward).
+
+template <typename A>
+struct SumOp {
+  typedef A S;
+  static constexpr int kIn = 1;
+  static constexpr bool kNb = false, kAuxIn = false, kAuxOut = false;
+  int mode;
+  __device__ S identity() const { return A(0); }
+  __device__ S combine(S l, S r) const { return l + r; }
+  __device__ S make(const A* v, unsigned char, i64) const { return v[0]; }
+  __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc; }
+};
+
+template <typename A>
+struct ProdOp {
+  typedef A S;
+  static constexpr int kIn = 1;
+  static constexpr bool kNb = false, kAuxIn = false, kAuxOut = false;
+  int mode;
+  __device__ S identity() const { return A(1); }
+  __device__ S combine(S l, S r) const { return l * r; }
+  __device__ S make(const A* v, unsigned char, i64) const { return v[0]; }
+  __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc; }
+};
+
+// mode: bit0 cummin (else cummax), bit1 ties go to the latest element (else the earliest),
+// bit2 AUX takes winner flags (else indices). NaN wins and sticks; among NaNs the latest.
+template <typename A>
+struct MaxOp {
+  typedef MaxIdx<A> S;
+  static constexpr int kIn = 1;
+  static constexpr bool kNb = false, kAuxIn = false, kAuxOut = true;
+  int mode;
+  __device__ S identity() const { return {A(0), -1}; }
+  __device__ bool wins(A r, A l) const {
+    if (is_nan(r)) return true;
+    if (is_nan(l)) return false;
+    if (mode & 1) return (mode & 2) ? r <= l : r < l;
+    return (mode & 2) ? r >= l : r > l;
+  }
+  __device__ S combine(S l, S r) const {
+    if (r.i < 0) return l;
+    if (l.i < 0) return r;
+    return wins(r.v, l.v) ? r : l;
+  }
+  __device__ S make(const A* v, unsigned char, i64 p) const { return {v[0], p}; }
+  __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc.v; }
+};
+
+// log(exp(a) + exp(b)) with PyTorch's guards: -inf is the identity, inf + inf = inf.
+template <typename A>
+__device__ __forceinline__ A log_add_exp(A a, A b) {
+  if (a == -inf<A>()) return b;
+  if (b == -inf<A>()) return a;
+  const A mx = a > b ? a : b;
+  const A mn = a > b ? b : a;  // NaN in either lands in mn (or mx) and propagates
+  if (mx == mn && mx == inf<A>()) return a;
+  return mx + log1p(exp(mn - mx));
+}
+
+template <typename A>
+struct LseOp {
+  typedef A S;
+  static constexpr int kIn = 1;
+  static constexpr bool kNb = false, kAuxIn = false, kAuxOut = false;
+  int mode;
+  __device__ S identity() const { return -inf<A>(); }
+  __device__ S combine(S l, S r) const { return log_add_exp(l, r); }
+  __device__ S make(const A* v, unsigned char, i64) const { return v[0]; }
+  __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc; }
+};
+
+// ---------------------------------------------------------------- backward ops
+// All scan in the direction opposite to the forward's.
+
+// cumprod: dx_i = y_{i-1} * (dy_i + Q_{i+1}),  Q_i = x_i (dy_i + Q_{i+1})  (forward indices)
+// Q is the linear recurrence (a, b) = (x, x dy): exact with zeros, no division.
+// IN0 = dy, IN1 = x, IN2 = y read at the neighbour (the forward-previous element; 1 at the
+// start of the forward scan).
+template <typename A>
+struct ProdBwdOp {
+  typedef Pair<A> S;
+  static constexpr int kIn = 2;
+  static constexpr bool kNb = true, kAuxIn = false, kAuxOut = false;
+  int mode;
+  __device__ S identity() const { return {A(1), A(0)}; }
+  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a * l.b + r.b}; }
+  __device__ S make(const A* v, unsigned char, i64) const { return {v[1], v[1] * v[0]}; }
+  __device__ A out_value(S, S exc, const A* v, A nb, unsigned char) const {
+    return nb * (v[0] + exc.b);
+  }
+};
+
+// logcumsumexp: dx_i = sum_{j >= i} dy_j exp(x_i - y_j). The suffix sum is carried as
+// (s, r) meaning s * exp(-r) with r = min y (so every rescale factor is <= 1), and
+// dx_i = exp(x_i - r) * s; x_i = -inf gives 0 (no inf - inf). IN0 = dy, IN1 = x, IN2 = y.
+template <typename A>
+struct LseBwdOp {
+  typedef Pair<A> S;  // a = s, b = r
+  static constexpr int kIn = 3;
+  static constexpr bool kNb = false, kAuxIn = false, kAuxOut = false;
+  int mode;
+  __device__ S identity() const { return {A(0), inf<A>()}; }
+  __device__ S combine(S l, S r) const {
+    const A m = r.b < l.b ? r.b : l.b;
+    const A fl = l.b == m ? A(1) : exp(m - l.b);
+    const A fr = r.b == m ? A(1) : exp(m - r.b);
+    return {l.a * fl + r.a * fr, m};
+  }
+  __device__ S make(const A* v, unsigned char, i64) const { return {v[0], v[2]}; }
+  __device__ A out_value(S inc, S, const A* v, A, unsigned char) const {
+    const A x = v[1];
+    if (x == -inf<A>()) return A(0);
+    return (x == inc.b ? A(1) : exp(x - inc.b)) * inc.a;
+  }
+};
+
+// cummax / cummin, second pass: AUX holds the winner flags of the first pass (MaxOp);
+// dx_i = flag_i ? dy_i + V_{i+1} : 0 with V_i = flag_i ? 0 : dy_i + V_{i+1}: a segmented
+// suffix sum as the linear recurrence (a, b) = (!flag, !flag * dy). IN0 = dy.
+template <typename A>
+struct SegBwdOp {
+  typedef Pair<A> S;
+  static constexpr int kIn = 1;
+  static constexpr bool kNb = false, kAuxIn = true, kAuxOut = false;
+  int mode;
+  __device__ S identity() const { return {A(1), A(0)}; }
+  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a * l.b + r.b}; }
+  __device__ S make(const A* v, unsigned char f, i64) const {
+    return f ? S{A(0), A(0)} : S{A(1), v[0]};
+  }
+  __device__ A out_value(S, S exc, const A* v, A, unsigned char f) const {
+    return f ? v[0] + exc.b : A(0);
+  }
+};
+
+// ---------------------------------------------------------------- the skeleton
+
+__device__ __forceinline__ i64 phys(const Params& P, i64 q) { return P.reverse ? P.n - 1 - q : q; }
+
+template <typename T>
+__device__ __forceinline__ const T* in_ptr(const Params& P, int j) {
+  return static_cast<const T*>(P.op[j].ptr);
+}
+
+// Group-wide scan of one value per thread (GW warps per group; GW == 8 is the whole block
+// and uses `scratch`). Returns the exclusive prefix (identity for the first thread) and
+// the group total.
+template <int GW, class Op>
+__device__ __forceinline__ void group_scan(const Op& op, typename Op::S x, typename Op::S& excl,
+                                           typename Op::S& total, typename Op::S* scratch) {
+  typedef typename Op::S S;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const S y = shfl_up(x, d);
+    if (lane >= d) x = op.combine(y, x);
+  }
+  S e = shfl_up(x, 1);
+  if (lane == 0) e = op.identity();
+  if (GW == 1) {
+    excl = e;
+    total = shfl_idx(x, 31);
+  } else {
+    const int w = threadIdx.x >> 5;
+    if (lane == 31) scratch[w] = x;
+    __syncthreads();
+    S before = op.identity();
+    S all = op.identity();
+#pragma unroll
+    for (int k = 0; k < GW; ++k) {
+      if (k < w) before = op.combine(before, scratch[k]);
+      all = op.combine(all, scratch[k]);
+    }
+    __syncthreads();  // scratch is rewritten by the next call
+    excl = op.combine(before, e);
+    total = all;
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ __forceinline__ void store_aux(const Params& P, const Op& op, i64 base, i64 p,
+                                          const typename Op::S& inc) {
+  (void)op;
+  if constexpr (Op::kAuxOut) {
+    if (P.op[AUX].ptr != nullptr) {
+      const i64 off = base + p * P.op[AUX].axis_stride;
+      if (P.mode & 4)
+        static_cast<unsigned char*>(P.op[AUX].ptr)[off] = inc.i == p ? 1 : 0;
+      else
+        static_cast<i64*>(P.op[AUX].ptr)[off] = inc.i;
+    }
+  }
+}
+
+template <typename T, typename A, class Op, int GW>
+__device__ void scan_rows(const Params& P) {
+  typedef typename Op::S S;
+  constexpr int K = sizeof(T) == 8 ? 4 : 8;  // elements per thread per tile (2 or 1 vectors)
+  constexpr int L = 16 / sizeof(T);  // lanes of one 16-byte vector
+  constexpr int GT = 32 * GW;
+  constexpr int GPB = kBlock / GT;
+  __shared__ S scratch[8];
+  const Op op{P.mode};
+  const int g = threadIdx.x / GT;
+  const int t = threadIdx.x % GT;
+  const bool reduce = P.agg != nullptr;
+  const i64 items = P.rows * P.nchunks;
+  for (i64 first = (i64)blockIdx.x * GPB; first < items; first += (i64)gridDim.x * GPB) {
+    const i64 item = first + g;
+    if (GW == 1 && item >= items) continue;  // warp-synchronous: whole warps skip
+    const i64 row = item / P.nchunks;
+    const i64 q0 = (item - row * P.nchunks) * P.chunk_len;
+    const i64 q1 = min(P.n, q0 + P.chunk_len);
+    Coord c;
+    unravel(row, P.outer, c);
+    i64 base[NOPS];
+#pragma unroll
+    for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
+    S carry = P.carry != nullptr ? static_cast<const S*>(P.carry)[item] : op.identity();
+    for (i64 tile = q0; tile < q1; tile += (i64)GT * K) {
+      const i64 qt = tile + (i64)t * K;
+      const i64 pstart = P.reverse ? P.n - qt - K : qt;  // lowest physical index of the group
+      const bool vec = P.vec && qt + K <= q1 && pstart % L == 0;
+      A v[Op::kIn][K];
+      A nb[K];
+      unsigned char fl[K];
+#pragma unroll
+      for (int j = 0; j < Op::kIn; ++j) {
+        const T* src = in_ptr<T>(P, j);
+        if (vec) {
+          T raw[K];
+          const Vec16<T>* vp = reinterpret_cast<const Vec16<T>*>(src + base[j] + pstart);
+#pragma unroll
+          for (int u = 0; u < K / L; ++u) {
+            const Vec16<T> w = vp[u];
+#pragma unroll
+            for (int l = 0; l < L; ++l) raw[u * L + l] = w.v[l];
+          }
+#pragma unroll
+          for (int k = 0; k < K; ++k) v[j][k] = to_acc(raw[P.reverse ? K - 1 - k : k]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < K; ++k)
+            v[j][k] = qt + k < q1 ? to_acc(src[base[j] + phys(P, qt + k) * P.op[j].axis_stride])
+                                  : A(0);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const i64 q = qt + k;
+        nb[k] = A(1);
+        fl[k] = 0;
+        if constexpr (Op::kNb) {
+          if (q + 1 < P.n && q < q1)
+            nb[k] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, q + 1) * P.op[IN2].axis_stride]);
+        }
+        if constexpr (Op::kAuxIn) {
+          if (q < q1)
+            fl[k] = static_cast<const unsigned char*>(
+                P.op[AUX].ptr)[base[AUX] + phys(P, q) * P.op[AUX].axis_stride];
+        }
+      }
+      S st[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        A vk[Op::kIn];
+#pragma unroll
+        for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+        st[k] = qt + k < q1 ? op.make(vk, fl[k], phys(P, qt + k)) : op.identity();
+        if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+      }
+      S excl, total;
+      group_scan<GW>(op, st[K - 1], excl, total, scratch);
+      if (!reduce && qt < q1) {
+        const S prefix = op.combine(carry, excl);
+        S prev = prefix;
+        A res[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          const S inc = op.combine(prefix, st[k]);
+          A vk[Op::kIn];
+#pragma unroll
+          for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+          res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
+          if (qt + k < q1) store_aux<T, A>(P, op, base[AUX], phys(P, qt + k), inc);
+          prev = inc;
+        }
+        if (P.op[OUT].ptr != nullptr) {
+          T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
+          if (vec) {
+            Vec16<T>* vp = reinterpret_cast<Vec16<T>*>(dst + pstart);
+#pragma unroll
+            for (int u = 0; u < K / L; ++u) {
+              Vec16<T> w;
+#pragma unroll
+              for (int l = 0; l < L; ++l) {
+                const int k = u * L + l;
+                w.v[l] = from_acc<T>(res[P.reverse ? K - 1 - k : k]);
+              }
+              vp[u] = w;
+            }
+          } else {
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+              if (qt + k < q1) dst[phys(P, qt + k) * P.op[OUT].axis_stride] = from_acc<T>(res[k]);
+          }
+        }
+      }
+      carry = op.combine(carry, total);
+    }
+    if (reduce && threadIdx.x % GT == 0) static_cast<S*>(P.agg)[item] = carry;
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_cols(const Params& P) {
+  typedef typename Op::S S;
+  constexpr int U = kColUnroll;
+  const Op op{P.mode};
+  const bool reduce = P.agg != nullptr;
+  const i64 items = P.rows * P.nchunks;
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 item = (i64)blockIdx.x * blockDim.x + threadIdx.x; item < items; item += step) {
+    const i64 chunk = item / P.rows;
+    const i64 row = item - chunk * P.rows;
+    const i64 slot = row * P.nchunks + chunk;
+    const i64 q0 = chunk * P.chunk_len;
+    const i64 q1 = min(P.n, q0 + P.chunk_len);
+    Coord c;
+    unravel(row, P.outer, c);
+    i64 base[NOPS];
+#pragma unroll
+    for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
+    S run = P.carry != nullptr ? static_cast<const S*>(P.carry)[slot] : op.identity();
+    for (i64 q = q0; q < q1; q += U) {
+      A v[Op::kIn][U];
+      A nb[U];
+      unsigned char fl[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const i64 qq = q + u;
+        const bool in = qq < q1;
+        const i64 p = phys(P, in ? qq : q0);
+#pragma unroll
+        for (int j = 0; j < Op::kIn; ++j)
+          v[j][u] = in ? to_acc(in_ptr<T>(P, j)[base[j] + p * P.op[j].axis_stride]) : A(0);
+        nb[u] = A(1);
+        fl[u] = 0;
+        if constexpr (Op::kNb) {
+          if (in && qq + 1 < P.n)
+            nb[u] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, qq + 1) * P.op[IN2].axis_stride]);
+        }
+        if constexpr (Op::kAuxIn) {
+          if (in)
+            fl[u] = static_cast<const unsigned char*>(
+                P.op[AUX].ptr)[base[AUX] + p * P.op[AUX].axis_stride];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const i64 qq = q + u;
+        if (qq < q1) {
+          const i64 p = phys(P, qq);
+          A vk[Op::kIn];
+#pragma unroll
+          for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][u];
+          const S prev = run;
+          run = op.combine(run, op.make(vk, fl[u], p));
+          if (!reduce) {
+            if (P.op[OUT].ptr != nullptr)
+              static_cast<T*>(P.op[OUT].ptr)[base[OUT] + p * P.op[OUT].axis_stride] =
+                  from_acc<T>(op.out_value(run, prev, vk, nb[u], fl[u]));
+            store_aux<T, A>(P, op, base[AUX], p, run);
+          }
+        }
+      }
+    }
+    if (reduce) static_cast<S*>(P.agg)[slot] = run;
+  }
+}
+
+// In place: carry[row * nchunks + c] = combine of the totals of chunks 0..c-1 of the row.
+template <typename T, typename A, class Op, int GW>
+__device__ void scan_states(const Params& P) {
+  typedef typename Op::S S;
+  constexpr int K = 4;
+  constexpr int GT = 32 * GW;
+  constexpr int GPB = kBlock / GT;
+  __shared__ S scratch[8];
+  const Op op{P.mode};
+  const int g = threadIdx.x / GT;
+  const int t = threadIdx.x % GT;
+  S* states = static_cast<S*>(P.carry);
+  for (i64 first = (i64)blockIdx.x * GPB; first < P.rows; first += (i64)gridDim.x * GPB) {
+    const i64 row = first + g;
+    if (GW == 1 && row >= P.rows) continue;
+    S* s = states + row * P.nchunks;
+    S carry = op.identity();
+    for (i64 tile = 0; tile < P.nchunks; tile += (i64)GT * K) {
+      const i64 c0 = tile + (i64)t * K;
+      S st[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) st[k] = c0 + k < P.nchunks ? s[c0 + k] : op.identity();
+      S acc[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) acc[k] = k == 0 ? st[0] : op.combine(acc[k - 1], st[k]);
+      S excl, total;
+      group_scan<GW>(op, acc[K - 1], excl, total, scratch);
+      const S prefix = op.combine(carry, excl);
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (c0 + k < P.nchunks) s[c0 + k] = k == 0 ? prefix : op.combine(prefix, acc[k - 1]);
+      carry = op.combine(carry, total);
+    }
+  }
+}
+
+}  // namespace scan
+}  // namespace bc
+
+#define BC_SCAN_ENTRIES(name, OP)                                                            \
+  BC_KERNEL(scan_##name##_rows1, 256)(bc::scan::Params p) {                                  \
+    bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                           \
+  }                                                                                          \
+  BC_KERNEL(scan_##name##_rows8, 256)(bc::scan::Params p) {                                  \
+    bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                           \
+  }                                                                                          \
+  BC_KERNEL(scan_##name##_cols, 256)(bc::scan::Params p) {                                   \
+    bc::scan::scan_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
+  }                                                                                          \
+  BC_KERNEL(scan_##name##_states1, 256)(bc::scan::Params p) {                                \
+    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                         \
+  }                                                                                          \
+  BC_KERNEL(scan_##name##_states8, 256)(bc::scan::Params p) {                                \
+    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                         \
+  }
+
+BC_SCAN_ENTRIES(sum, SumOp)
+BC_SCAN_ENTRIES(prod, ProdOp)
+BC_SCAN_ENTRIES(max, MaxOp)
+BC_SCAN_ENTRIES(lse, LseOp)
+BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp)
+BC_SCAN_ENTRIES(lse_bwd, LseBwdOp)
+BC_SCAN_ENTRIES(seg_bwd, SegBwdOp)

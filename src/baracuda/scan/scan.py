@@ -1,0 +1,183 @@
+"""Axis scan forward: cumsum, cumprod, cummax, cummin, logcumsumexp (reverse flag)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baracuda._cuda.device import device_info
+from baracuda._cuda.memory import Workspace
+from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.stream import Stream
+from baracuda._cuda.view import TensorView
+from baracuda._plan import Plan, check_element, check_shape, normalize_axis
+from baracuda.errors import InvalidProblem, Unsupported
+from baracuda.scan._kernels import (
+    IN0,
+    OUT,
+    SCAN_SOURCE,
+    launch_scan,
+    layout_of,
+    slot,
+    state_bytes,
+)
+from baracuda.types import (
+    BackendKind,
+    ElementKind,
+    IndexElementKind,
+    KernelSku,
+    MathPrecision,
+    OpCategory,
+    PlanPreference,
+    PrecisionGuarantee,
+    ScanKind,
+    TieBreak,
+)
+
+__all__ = ["ScanDescriptor", "ScanArgs", "ScanPlan", "check_scan", "scan_precision", "max_mode"]
+
+_FORWARD_OP = {
+    ScanKind.CUMSUM: "sum",
+    ScanKind.CUMPROD: "prod",
+    ScanKind.CUMMAX: "max",
+    ScanKind.CUMMIN: "max",
+    ScanKind.LOGCUMSUMEXP: "lse",
+}
+EXTREMA = (ScanKind.CUMMAX, ScanKind.CUMMIN)
+
+
+def scan_precision(element: ElementKind) -> PrecisionGuarantee:
+    f64 = element is ElementKind.F64
+    return PrecisionGuarantee(
+        math_precision=MathPrecision.F64 if f64 else MathPrecision.F32,
+        accumulator=ElementKind.F64 if f64 else ElementKind.F32,
+        bit_stable_on_same_hardware=True,
+        deterministic=True,
+    )
+
+
+def max_mode(kind: ScanKind, tie_break: TieBreak) -> int:
+    """The ``mode`` bits of the MaxOp kernel: bit0 cummin, bit1 ties to the latest."""
+    return (1 if kind is ScanKind.CUMMIN else 0) | (2 if tie_break is TieBreak.LAST else 0)
+
+
+def check_scan(plan: str, kind: object, shape: object, axis: object, element: object,
+               reverse: object, tie_break: object) -> int:  # fmt: skip
+    """Validate a scan descriptor's fields; return the normalised axis."""
+    if not isinstance(kind, ScanKind):
+        raise Unsupported(
+            f"{plan}: kind must be a ScanKind (one of "
+            f"{', '.join(k.name for k in ScanKind)}) (got {kind!r})"
+        )
+    shp = check_shape(plan, "shape", shape, min_rank=1)
+    ax = normalize_axis(plan, "axis", axis, len(shp))
+    check_element(plan, "element", element)
+    if not isinstance(reverse, bool):
+        raise InvalidProblem(f"{plan}: reverse must be a bool (got {reverse!r})")
+    if not isinstance(tie_break, TieBreak):
+        raise InvalidProblem(
+            f"{plan}: tie_break must be a TieBreak (FIRST or LAST) (got {tie_break!r})"
+        )
+    return ax
+
+
+@dataclass(frozen=True, slots=True)
+class ScanDescriptor:
+    """An inclusive scan of ``kind`` along ``axis`` of tensors of ``shape``.
+
+    ``axis`` may be negative; ``reverse`` scans from the end of the axis to its start;
+    ``tie_break`` picks which of equal running extrema cummax/cummin report in ``indices``
+    (FIRST: the earliest in scan order, LAST: the latest, as ``torch.cummax``).
+    """
+
+    kind: ScanKind
+    shape: tuple[int, ...]
+    axis: int
+    element: ElementKind
+    reverse: bool = False
+    tie_break: TieBreak = TieBreak.FIRST
+
+
+@dataclass(frozen=True, slots=True)
+class ScanArgs:
+    """``x`` (input), ``y`` (output), and for cummax/cummin optionally ``indices`` (int64
+    output, the physical position along the axis of each running winner)."""
+
+    x: object
+    y: object
+    indices: object = None
+
+
+class ScanPlan(Plan[ScanDescriptor, ScanArgs, tuple[TensorView, TensorView, TensorView | None]]):
+    """Inclusive axis scan: ``y[..., i, ...] = x[..., 0, ...] (op) ... (op) x[..., i, ...]``.
+
+    Ops: cumsum, cumprod, cummax, cummin (optionally with the int64 index of the running
+    winner; NaN wins and sticks, the latest NaN's index), logcumsumexp (``-inf`` is the
+    identity, ``inf`` and ``inf`` give ``inf``). ``reverse`` scans from the last element.
+    Dtypes: f32, f16, bf16, f64; f16/bf16 accumulate in f32, f64 in f64; one rounding of
+    each output. Shapes: rank 1-8, any axis (negative too), any strides, empty tensors and
+    zero-length axes (nothing launched). Outputs must not overlap the input.
+    Kernels: a warp or block per row when the axis is contiguous (16-byte vectors when
+    aligned), a thread per row walking the axis otherwise; rows too few to fill the GPU are
+    cut into chunks scanned in three passes (reduce, carry scan, rescan).
+    Precision: deterministic (fixed combination order for a given shape and layout).
+    Workspace: ``workspace_size()`` bytes (chunk carries), 0 when no chunking can happen.
+    Raises: ``Unsupported`` (kind, dtype, rank), ``InvalidProblem`` (axis, shapes, dtypes,
+    devices, indices for a non-extremum op), ``MisalignedOperand``, ``WorkspaceTooSmall``.
+    """
+
+    NAME = "ScanPlan"
+
+    def __init__(self, desc: ScanDescriptor, stream: Stream, device_id: int,
+                 pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
+        super().__init__(desc, stream, device_id, pref)
+        self._module = module
+        self._axis = axis
+        self._sm_count = device_info(device_id).sm_count
+        self._ws = state_bytes(desc.shape, axis, desc.element.itemsize, self._sm_count)
+
+    @classmethod
+    def select(cls, stream: object, desc: ScanDescriptor,
+               pref: PlanPreference | None = None) -> ScanPlan:  # fmt: skip
+        axis = check_scan(cls.NAME, desc.kind, desc.shape, desc.axis, desc.element,
+                          desc.reverse, desc.tie_break)  # fmt: skip
+        s = Stream.wrap(stream)
+        device_id = cls._device_for(s)
+        module = load_module(SCAN_SOURCE, desc.element, device_id)
+        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
+
+    def workspace_size(self) -> int:
+        return self._ws
+
+    def sku(self) -> KernelSku:
+        return KernelSku(OpCategory.SCAN, self.desc.kind.value, self.desc.element,
+                         self._module.arch, BackendKind.NVRTC, "rows|cols|chunked",
+                         scan_precision(self.desc.element))  # fmt: skip
+
+    def _bind(self, args: ScanArgs,
+              stream: Stream) -> tuple[TensorView, TensorView, TensorView | None]:  # fmt: skip
+        shape, el = self.desc.shape, self.desc.element
+        x = self._view("x", args.x, stream, shape, el)
+        y = self._view("y", args.y, stream, shape, el, output=True)
+        idx = None
+        if args.indices is not None:
+            if self.desc.kind not in EXTREMA:
+                raise InvalidProblem(
+                    f"{self.NAME}: indices are only produced by cummax/cummin "
+                    f"(got indices for {self.desc.kind.value})"
+                )
+            idx = self._view("indices", args.indices, stream, shape, IndexElementKind.I64,
+                             output=True)  # fmt: skip
+        return x, y, idx
+
+    def _launch(self, stream: Stream, workspace: Workspace,
+                views: tuple[TensorView, TensorView, TensorView | None]) -> None:  # fmt: skip
+        x, y, idx = views
+        d = self.desc
+        mode = max_mode(d.kind, d.tie_break) if d.kind in EXTREMA else 0
+        launch_scan(
+            self._module, _FORWARD_OP[d.kind], stream, d.shape, self._axis,
+            reverse=d.reverse, mode=mode,
+            operands=[slot(x), None, None, slot(y), slot(idx)], vec_slots=(IN0, OUT),
+            itemsize=d.element.itemsize, layout=layout_of(x, self._axis),
+            sm_count=self._sm_count, states_ptr=workspace.ptr,
+        )  # fmt: skip

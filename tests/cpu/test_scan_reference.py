@@ -1,0 +1,150 @@
+"""The scan reference (CPU path and oracle) against torch CPU autograd, and its errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from baracuda.errors import InvalidProblem
+from baracuda.scan import reference as R
+from baracuda.types import ScanKind, TieBreak
+
+torch = pytest.importorskip("torch")
+
+KINDS = list(ScanKind)
+
+
+def torch_scan(kind: ScanKind, x: Any, dim: int, reverse: bool) -> tuple[Any, Any]:
+    xx = x.flip(dim) if reverse else x
+    idx = None
+    if kind is ScanKind.CUMSUM:
+        y = torch.cumsum(xx, dim)
+    elif kind is ScanKind.CUMPROD:
+        y = torch.cumprod(xx, dim)
+    elif kind is ScanKind.LOGCUMSUMEXP:
+        y = torch.logcumsumexp(xx, dim)
+    else:
+        r = (torch.cummax if kind is ScanKind.CUMMAX else torch.cummin)(xx, dim)
+        y, idx = r.values, r.indices
+        if reverse:
+            idx = (x.shape[dim] - 1 - idx).flip(dim)
+    return (y.flip(dim) if reverse else y), idx
+
+
+def special_input(kind: ScanKind, shape: tuple[int, ...], seed: int) -> Any:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, dtype=torch.float64, generator=g)
+    if kind is ScanKind.CUMPROD:  # one zero, several zeros, an all-zero line
+        x.view(-1)[3] = 0
+        x[..., 2] = 0
+        x[1] = 0
+    elif kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):  # ties and NaN
+        x = torch.round(x * 2) / 2
+        x.view(-1)[5] = float("nan")
+        x.view(-1)[17] = float("nan")
+    elif kind is ScanKind.LOGCUMSUMEXP:  # -inf inside rows, and large |x|
+        x[..., 3] = -float("inf")
+        x.view(-1)[7] = 80.0
+        x.view(-1)[8] = -90.0
+    return x
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_forward_and_backward_match_torch(kind: ScanKind, reverse: bool, dim: int) -> None:
+    x = special_input(kind, (4, 6, 9), 1).requires_grad_(True)
+    y, idx = torch_scan(kind, x, dim, reverse)
+    dy = torch.randn(y.shape, dtype=torch.float64)
+    (gx,) = torch.autograd.grad(y, x, dy)
+    xn, yn = x.detach().numpy(), y.detach().numpy()
+    out = R.scan(kind, xn, dim, reverse, TieBreak.LAST)
+    if idx is not None:
+        np.testing.assert_array_equal(np.asarray(out[1]), idx.numpy())
+        out = out[0]
+    np.testing.assert_allclose(out, yn, rtol=1e-12, atol=1e-12, equal_nan=True)
+    dx = R.scan_backward(kind, dy.numpy(), x=xn, y=yn, axis=dim, reverse=reverse,
+                         tie_break=TieBreak.LAST)  # fmt: skip
+    truth = gx.numpy()
+    if kind is ScanKind.LOGCUMSUMEXP:
+        # PyTorch gives NaN where the whole prefix is -inf; we give 0 (no inf - inf)
+        nan = np.isnan(truth)
+        assert np.all(np.asarray(dx)[nan] == 0)
+        truth = np.where(nan, 0.0, truth)
+    np.testing.assert_allclose(dx, truth, rtol=1e-10, atol=1e-10, equal_nan=True)
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMMAX, ScanKind.CUMMIN], ids=lambda k: k.value)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_tie_break_first(kind: ScanKind, reverse: bool) -> None:
+    x = np.array([[1.0, 3.0, 3.0, 0.0, 3.0, 5.0, 5.0]])
+    if kind is ScanKind.CUMMIN:
+        x = -x
+    if reverse:
+        x = x[:, ::-1].copy()
+    _, idx = R.scan(kind, x, -1, reverse, TieBreak.FIRST)
+    want = np.array([[0, 1, 1, 1, 1, 5, 5]])
+    if reverse:
+        want = (6 - want)[:, ::-1]
+    np.testing.assert_array_equal(np.asarray(idx), want)
+    dy = np.arange(1.0, 8.0)[None, :]
+    if reverse:
+        dy = dy[:, ::-1].copy()
+    dx = np.asarray(R.scan_backward(kind, dy, x=x, axis=-1, reverse=reverse))
+    want_dx = np.array([[1.0, 2 + 3 + 4 + 5, 0, 0, 0, 6 + 7, 0]])
+    if reverse:
+        want_dx = want_dx[:, ::-1]
+    np.testing.assert_array_equal(dx, want_dx)
+
+
+def test_cumprod_all_zeros_and_single_zero() -> None:
+    for x in ([0.0, 0.0, 0.0], [2.0, 0.0, 3.0], [0.0, 2.0, 3.0], [2.0, 3.0, 0.0]):
+        xt = torch.tensor([x], dtype=torch.float64, requires_grad=True)
+        y = torch.cumprod(xt, 1)
+        dy = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
+        (g,) = torch.autograd.grad(y, xt, dy)
+        dx = R.scan_backward(ScanKind.CUMPROD, dy.numpy(), x=xt.detach().numpy(),
+                             y=y.detach().numpy())  # fmt: skip
+        np.testing.assert_allclose(dx, g.numpy(), rtol=0, atol=1e-14)
+
+
+def test_logcumsumexp_large_values_are_stable() -> None:
+    x = np.array([[1000.0, 1000.0, -1000.0, 999.0]])
+    y = R.logcumsumexp(x)
+    np.testing.assert_allclose(y, [[1000.0, 1000 + np.log(2), 1000 + np.log(2),
+                                    1000 + np.log(2 + np.exp(-1))]])  # fmt: skip
+    dx = R.scan_backward(ScanKind.LOGCUMSUMEXP, np.ones_like(x), x=x, y=y)
+    assert np.all(np.isfinite(dx))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_half_types_accumulate_in_f32(dtype: str) -> None:
+    x = np.full((1, 4096), 0.1, dtype=dtype)
+    y = np.asarray(R.cumsum(x), np.float64)
+    assert y.dtype == np.float64
+    assert abs(y[0, -1] - 409.6) / 409.6 < 2e-3
+
+
+def test_empty_and_zero_length_axis() -> None:
+    for shape in [(0, 5), (3, 0), (0,)]:
+        x = np.zeros(shape, np.float32)
+        for kind in KINDS:
+            out = R.scan(kind, x, -1)
+            y = out[0] if isinstance(out, tuple) else out
+            assert y.shape == shape
+            dx = R.scan_backward(kind, x, x=x, y=x)
+            assert dx.shape == shape
+
+
+def test_errors() -> None:
+    x = np.zeros((3, 4))
+    with pytest.raises(InvalidProblem, match="axis"):
+        R.cumsum(x, axis=2)
+    with pytest.raises(InvalidProblem, match="saved forward tensor x"):
+        R.scan_backward(ScanKind.CUMMAX, x)
+    with pytest.raises(InvalidProblem, match="saved forward tensor y"):
+        R.scan_backward(ScanKind.CUMPROD, x, x=x)
+    with pytest.raises(InvalidProblem, match="shape"):
+        R.scan_backward(ScanKind.LOGCUMSUMEXP, x, x=x, y=np.zeros((4, 3)))
