@@ -3,6 +3,7 @@ on one card, with the card's measured copy bandwidth as the roofline."""
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import sys
@@ -16,9 +17,9 @@ from baracuda._harness import BenchCase
 __all__ = ["run_bench", "time_device", "copy_bandwidth"]
 
 
-def time_device(fn: Callable[[], None], *, warmup_ms: float = 25, rep_ms: float = 100) -> dict[
-    str, float
-]:
+def time_device(
+    fn: Callable[[], object], *, warmup_ms: float = 25, rep_ms: float = 100
+) -> dict[str, float]:
     """Median (and 20th/80th percentiles) in ms of ``fn`` timed with CUDA events, L2 flushed
     between repetitions (triton's ``do_bench`` when present, same method otherwise)."""
     import torch
@@ -37,7 +38,8 @@ def time_device(fn: Callable[[], None], *, warmup_ms: float = 25, rep_ms: float 
     deadline = time.perf_counter() + (warmup_ms + rep_ms) / 1e3
     while time.perf_counter() < deadline or len(times) < 5:
         flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start.record()
         fn()
         end.record()
@@ -55,7 +57,7 @@ def copy_bandwidth() -> float:
     n = 2**28
     src = torch.rand(n, device="cuda")
     dst = torch.empty_like(src)
-    t = time_device(lambda: dst.copy_(src))
+    t = time_device(functools.partial(dst.copy_, src))
     del src, dst
     torch.cuda.empty_cache()
     return 2 * n * 4 / (t["ms"] / 1e3)

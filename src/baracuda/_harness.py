@@ -28,7 +28,7 @@ class CheckContext:
 
     backend: str
     framework: str
-    to_device: Callable[[Any], Any]
+    to_device: Callable[[Any, ElementKind], Any]
     to_numpy: Callable[[Any], Any]
     rng: Any
 
@@ -56,8 +56,8 @@ class BenchSetup:
     written once (write the count out in a comment where it is built).
     """
 
-    ours: Callable[[], None]
-    peers: dict[str, Callable[[], None]]
+    ours: Callable[[], object]
+    peers: dict[str, Callable[[], object]]
     bytes_moved: int
     notes: dict[str, str] = field(default_factory=dict)
 

@@ -17,7 +17,7 @@ _TORCH_DTYPES: dict[Any, tuple[int, int]] = {}
 
 
 def framework_of(x: object) -> str:
-    """"torch", "cupy", "jax", "numpy" or the top-level module name of ``type(x)``."""
+    """ "torch", "cupy", "jax", "numpy" or the top-level module name of ``type(x)``."""
     mod = type(x).__module__.split(".", 1)[0]
     if mod in ("jaxlib", "jax"):
         return "jax"
@@ -36,7 +36,9 @@ def _torch_dtypes(torch: Any) -> dict[Any, tuple[int, int]]:
 
 def _torch_stream(torch: Any, device: int) -> int:
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return int(raw(device)) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+    return (
+        int(raw(device)) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+    )
 
 
 def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:

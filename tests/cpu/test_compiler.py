@@ -53,7 +53,9 @@ def _cache_files(path: Path) -> list[Path]:
     return [p for p in path.rglob("*") if p.is_file()]
 
 
-def test_cache_hit_after_miss_and_corrupt_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_hit_after_miss_and_corrupt_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BARACUDA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(compiler, "_program_cache", None)
     src = _all_sources()[0]
@@ -80,7 +82,9 @@ def test_cache_hit_after_miss_and_corrupt_entry(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(compiler, "_program_cache", None)
 
 
-def test_cache_key_depends_on_arch_and_element(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_key_depends_on_arch_and_element(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BARACUDA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(compiler, "_program_cache", None)
     src = _all_sources()[0]

@@ -41,7 +41,9 @@ def test_functional_numpy_and_torch_cpu() -> None:
     assert isinstance(t, torch.Tensor)
     np.testing.assert_allclose(t.numpy(), out, rtol=1e-15)
     # strided CPU views
-    np.testing.assert_allclose(bc.lerp(a.T, b.T, 0.6), (a + 0.6 * (b - a)).T, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(
+        bc.lerp(a.T, b.T, 0.6), (a + 0.6 * (b - a)).T, rtol=1e-14, atol=1e-15
+    )
 
 
 def test_functional_array_api_strict() -> None:
@@ -53,6 +55,7 @@ def test_functional_array_api_strict() -> None:
     assert xp.all(out == xp.asarray([[2.0, 2.0], [2.0, 2.0]], dtype=xp.float32))
     da, db = bc.lerp_backward(a, 0.25)
     assert xp.all(db == a * 0.25)
+    assert xp.all(da == a * 0.75)
 
 
 def test_functional_errors() -> None:

@@ -74,7 +74,9 @@ def test_descriptors_are_frozen_and_hashable() -> None:
 
 def test_check_shape_and_axis() -> None:
     assert check_shape("P", "shape", (2, 0, 3)) == (2, 0, 3)
-    with pytest.raises(bc.InvalidProblem, match=r"P: shape dims must be non-negative \(got \(2, -1\)\)"):
+    with pytest.raises(
+        bc.InvalidProblem, match=r"P: shape dims must be non-negative \(got \(2, -1\)\)"
+    ):
         check_shape("P", "shape", (2, -1))
     with pytest.raises(bc.Unsupported, match=r"rank of shape must be in \[0, 8\] \(got 9\)"):
         check_shape("P", "shape", (1,) * 9)
@@ -102,7 +104,8 @@ def test_select_validates_descriptor_first() -> None:
         bc.BinaryParamPlan.select(None, bc.BinaryParamDescriptor((-1,), bc.ElementKind.F32, 0.5))
     with pytest.raises(bc.InvalidProblem, match="weight must be a real number"):
         bc.BinaryParamBackwardPlan.select(
-            None, bc.BinaryParamBackwardDescriptor((1,), bc.ElementKind.F32, "a")  # type: ignore[arg-type]
+            None,
+            bc.BinaryParamBackwardDescriptor((1,), bc.ElementKind.F32, "a"),  # type: ignore[arg-type]
         )
     with pytest.raises(bc.Unsupported, match="element must be an ElementKind"):
         bc.BinaryParamPlan.select(None, bc.BinaryParamDescriptor((1,), "f32", 0.5))  # type: ignore[arg-type]

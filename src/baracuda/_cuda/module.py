@@ -16,7 +16,15 @@ __all__ = ["LoadedModule", "load_module"]
 class LoadedModule:
     """The kernels of one source for one element type on one device, as driver functions."""
 
-    __slots__ = ("_dyn_smem", "_functions", "_object_code", "arch", "device_id", "element", "source")
+    __slots__ = (
+        "_dyn_smem",
+        "_functions",
+        "_object_code",
+        "arch",
+        "device_id",
+        "element",
+        "source",
+    )
 
     def __init__(self, source: KernelSource, element: ElementKind, device_id: int) -> None:
         self.source = source

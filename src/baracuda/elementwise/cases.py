@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from baracuda._dtypes import ELEMENTS
@@ -123,7 +124,7 @@ def bench_cases() -> list[BenchCase]:
     out = []
     for el in (ElementKind.F32, ElementKind.BF16):
         for shp in shapes:
-            out.append(BenchCase("lerp", shp, el, lambda s=shp, e=el: _lerp_setup(s, e)))
+            out.append(BenchCase("lerp", shp, el, functools.partial(_lerp_setup, shp, el)))
             out.append(BenchCase("lerp_backward", shp, el,
-                                 lambda s=shp, e=el: _lerp_backward_setup(s, e)))  # fmt: skip
+                                 functools.partial(_lerp_backward_setup, shp, el)))  # fmt: skip
     return out
