@@ -34,7 +34,8 @@ def main() -> None:
                 * 1e3
             )
             print(
-                f"{el.value:5} waves={waves:8d} fwd {tf:7.1f} us  bwd {tb:7.1f} us  torch.lerp {t_torch:7.1f} us"
+                f"{el.value:5} waves={waves:8d} fwd {tf:7.1f} us  bwd {tb:7.1f} us  "
+                f"torch.lerp {t_torch:7.1f} us"
             )
 
 
