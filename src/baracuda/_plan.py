@@ -8,14 +8,13 @@ typed error naming the plan, the field and both values.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from baracuda._cuda.device import ensure_current
 from baracuda._cuda.driver import check, device_count, driver
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.stream import Stream
-from baracuda._cuda.view import TensorView, view_of
+from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
 from baracuda.errors import InvalidProblem, MisalignedOperand, Unsupported, WorkspaceTooSmall
 from baracuda.types import ElementKind, IndexElementKind, KernelSku, PlanPreference
@@ -23,6 +22,11 @@ from baracuda.types import ElementKind, IndexElementKind, KernelSku, PlanPrefere
 __all__ = ["Plan", "check_shape", "normalize_axis", "check_element", "MAX_RANK"]
 
 MAX_RANK = 8
+
+_DLPACK: dict[ElementKind | IndexElementKind, tuple[int, int]] = {
+    **{k: v.dlpack for k, v in ELEMENTS.items()},
+    **{k: v[2] for k, v in INDEX_ELEMENTS.items()},
+}
 
 D = TypeVar("D")
 A = TypeVar("A")
@@ -152,14 +156,37 @@ class Plan(abc.ABC, Generic[D, A, V]):
         field: str,
         obj: object,
         stream: Stream,
-        shape: Sequence[int],
+        shape: tuple[int, ...],
         element: ElementKind | IndexElementKind,
         *,
         output: bool = False,
     ) -> TensorView:
+        """A checked view of ``obj``. On the per-call path: keep it to plain comparisons."""
         if obj is None:
             raise InvalidProblem(f"{self.NAME}: {field} is required (got None)")
         v = view_of(obj, stream.dlpack_stream)
+        want = _DLPACK[element]
+        if (
+            (v.device_type != DL_CUDA and v.device_type != DL_CUDA_MANAGED)
+            or v.device_id != self.device_id
+            or v.shape != shape
+            or v.dtype != want
+            or v.ptr % (want[1] >> 3)
+            or (output and (v.readonly or not v.is_non_overlapping()))
+        ):
+            self._explain(field, v, shape, element, want, output)
+        return v
+
+    def _explain(
+        self,
+        field: str,
+        v: TensorView,
+        shape: tuple[int, ...],
+        element: ElementKind | IndexElementKind,
+        want: tuple[int, int],
+        output: bool,
+    ) -> None:
+        """Raise the typed error that says why ``v`` was refused."""
         if not v.is_cuda:
             raise InvalidProblem(
                 f"{self.NAME}: {field} must be in CUDA device memory (got DLPack device type "
@@ -174,11 +201,6 @@ class Plan(abc.ABC, Generic[D, A, V]):
             raise InvalidProblem(
                 f"{self.NAME}: {field}.shape must be {tuple(shape)} (got {tuple(v.shape)})"
             )
-        want = (
-            ELEMENTS[element].dlpack
-            if isinstance(element, ElementKind)
-            else INDEX_ELEMENTS[element][2]
-        )
         if v.dtype != want:
             raise InvalidProblem(
                 f"{self.NAME}: {field} dtype must be {element.value} (DLPack {want}) "
@@ -189,12 +211,10 @@ class Plan(abc.ABC, Generic[D, A, V]):
                 f"{self.NAME}: {field} pointer {v.ptr:#x} is not aligned to its "
                 f"{v.itemsize}-byte element"
             )
+        if output and v.readonly:
+            raise InvalidProblem(f"{self.NAME}: {field} is read-only")
         if output:
-            if v.readonly:
-                raise InvalidProblem(f"{self.NAME}: {field} is read-only")
-            if not v.is_non_overlapping():
-                raise InvalidProblem(
-                    f"{self.NAME}: {field} has overlapping elements (shape {v.shape}, strides "
-                    f"{v.strides}); an output needs one address per element"
-                )
-        return v
+            raise InvalidProblem(
+                f"{self.NAME}: {field} has overlapping elements (shape {v.shape}, strides "
+                f"{v.strides}); an output needs one address per element"
+            )

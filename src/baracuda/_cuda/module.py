@@ -30,7 +30,9 @@ class LoadedModule:
         self.source = source
         self.element = element
         self.device_id = device_id
-        self.arch = device_info(device_id).arch
+        info = device_info(device_id)
+        self.arch = info.arch
+        self.sm_count = info.sm_count
         ensure_current(device_id)
         self._functions: dict[str, Any] = {}
         try:

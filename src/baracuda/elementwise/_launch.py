@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from baracuda._cuda.abi import shape_arg, strides_arg
-from baracuda._cuda.device import device_info
 from baracuda._cuda.launch import launch
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
-from baracuda._layout import coalesce, numel
+from baracuda._layout import coalesce
 
 __all__ = ["launch_elementwise", "BLOCK", "VEC_UNROLL"]
 
@@ -35,13 +35,13 @@ def launch_elementwise(
     Kernel arguments: the pointers in order, ``scalar``, the element count and, for the
     strided kernel, the coalesced shape and one stride set per view. Returns the variant run.
     """
-    n = numel(views[0].shape)
+    n = math.prod(views[0].shape)
     if n == 0:
         return "empty"
-    cap = min(device_info(module.device_id).sm_count * WAVES, 2**31 - 1)
+    cap = min(module.sm_count * WAVES, 2**31 - 1)
     ptrs = [ctypes.c_uint64(v.ptr) for v in views]
     count = ctypes.c_int64(n)
-    if all(v.ptr % 16 == 0 and v.is_contiguous() for v in views):
+    if all(not v.ptr & 15 and v.is_contiguous() for v in views):
         lanes = 16 // views[0].itemsize
         per_block = BLOCK * VEC_UNROLL
         grid = max(1, min(-(-(n // lanes) // per_block), cap))
