@@ -23,6 +23,7 @@ class LoadedModule:
         "arch",
         "device_id",
         "element",
+        "sm_count",
         "source",
     )
 
