@@ -1,0 +1,107 @@
+"""Scan plans without a GPU: descriptor validation, chunking, layouts, kernels compile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import baracuda.scan.api as api
+from baracuda._cuda.compiler import compile_cubin
+from baracuda.errors import InvalidProblem, Unsupported
+from baracuda.scan import (
+    ScanBackwardDescriptor,
+    ScanBackwardPlan,
+    ScanDescriptor,
+    ScanPlan,
+)
+from baracuda.scan._kernels import SCAN_SOURCE, chunking, flag_strides, state_bytes
+from baracuda.types import ElementKind, ScanKind, TieBreak
+
+F32 = ElementKind.F32
+
+
+@pytest.mark.parametrize(("plan", "desc_cls"), [(ScanPlan, ScanDescriptor),
+                                           (ScanBackwardPlan, ScanBackwardDescriptor)])  # fmt: skip
+def test_descriptor_validation(plan: type, desc_cls: type) -> None:
+    bad = [
+        (desc_cls(ScanKind.CUMSUM, (3, 4), 2, F32), InvalidProblem, "axis"),
+        (desc_cls(ScanKind.CUMSUM, (3, 4), -3, F32), InvalidProblem, "axis"),
+        (desc_cls(ScanKind.CUMSUM, (3, -4), 0, F32), InvalidProblem, "non-negative"),
+        (desc_cls(ScanKind.CUMSUM, (), 0, F32), Unsupported, "rank"),
+        (desc_cls(ScanKind.CUMSUM, (1,) * 9, 0, F32), Unsupported, "rank"),
+        (desc_cls("cumsum", (3, 4), 0, F32), Unsupported, "ScanKind"),
+        (desc_cls(ScanKind.CUMSUM, (3, 4), 0, "f32"), Unsupported, "ElementKind"),
+        (desc_cls(ScanKind.CUMMAX, (3, 4), 0, F32, tie_break="last"), InvalidProblem,
+         "tie_break"),
+        (desc_cls(ScanKind.CUMMAX, (3, 4), 0, F32, reverse=1), InvalidProblem, "reverse"),
+    ]  # fmt: skip
+    for desc, exc, text in bad:
+        with pytest.raises(exc, match=text) as info:
+            plan.select(None, desc)
+        assert plan.NAME in str(info.value)
+
+
+def test_chunking_covers_rows_and_stays_aligned() -> None:
+    for layout in ("rows", "cols"):
+        for rows, n in [(1, 2**26), (2, 2**23), (4096, 8192), (8192, 4096), (2, 2**20),
+                        (10**6, 3), (1, 1), (3, 1000), (7, 123457)]:  # fmt: skip
+            for itemsize in (2, 4, 8):
+                ch = chunking(layout, rows, n, itemsize, 132)
+                assert ch.nchunks >= 1 and ch.chunk_len >= 1
+                assert (ch.nchunks - 1) * ch.chunk_len < n <= ch.nchunks * ch.chunk_len
+                if ch.layout == "rows8" and ch.nchunks > 1:
+                    assert ch.chunk_len % (256 * 8) == 0 or ch.chunk_len % (256 * 4) == 0
+                if ch.nchunks > 1:
+                    assert state_bytes((rows, n), 1, itemsize, 132) >= rows * ch.nchunks * 16
+
+
+def test_long_rows_are_split_across_blocks() -> None:
+    ch = chunking("rows", 1, 2**26, 4, 132)
+    assert ch.nchunks >= 132
+    ch = chunking("cols", 8192, 4096, 4, 132)
+    assert ch.nchunks > 1
+
+
+def test_flag_strides_match_layouts() -> None:
+    assert flag_strides((3, 5, 7), 1, "rows") == (35, 1, 5)
+    assert flag_strides((3, 5, 7), 1, "cols") == (7, 21, 1)
+    assert flag_strides((3, 5, 7), 2, "rows") == (35, 7, 1)
+
+
+def test_functional_cpu_path() -> None:
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    np.testing.assert_allclose(api.cumsum(x, 0), np.cumsum(x, 0), rtol=1e-6)
+    np.testing.assert_allclose(api.cumsum(x, 1, reverse=True),
+                               np.cumsum(x[:, ::-1], 1)[:, ::-1], rtol=1e-5)  # fmt: skip
+    v, i = api.cummax(x, 1)
+    np.testing.assert_array_equal(v, np.maximum.accumulate(x, 1))
+    assert i.dtype == np.int64
+    v, i = api.cummin(x, 0, tie_break="last")
+    np.testing.assert_array_equal(v, np.minimum.accumulate(x, 0))
+    np.testing.assert_allclose(api.cumprod(x, 1), np.cumprod(x, 1), rtol=1e-5)
+    np.testing.assert_allclose(api.logcumsumexp(x, 1),
+                               np.logaddexp.accumulate(x, 1), rtol=1e-5)  # fmt: skip
+    dx = api.scan_backward("cumsum", x, axis=1)
+    np.testing.assert_allclose(dx, np.cumsum(x[:, ::-1], 1)[:, ::-1], rtol=1e-5)
+    with pytest.raises(InvalidProblem, match="kind"):
+        api.scan_backward("cumfoo", x)
+    with pytest.raises(InvalidProblem, match="tie_break"):
+        api.cummax(x, tie_break="middle")
+    with pytest.raises(InvalidProblem, match="saved"):
+        api.scan_backward(ScanKind.CUMPROD, x, x=x)
+    with pytest.raises(InvalidProblem, match="axis"):
+        api.cumsum(x, axis=5)
+
+
+def test_tie_break_enum_accepted() -> None:
+    x = np.array([[1.0, 1.0]])
+    _, i = api.cummax(x, tie_break=TieBreak.LAST)
+    np.testing.assert_array_equal(i, [[0, 1]])
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("element", list(ElementKind), ids=lambda e: e.value)
+def test_every_scan_kernel_compiles(arch: str, element: ElementKind) -> None:
+    cubin = compile_cubin(SCAN_SOURCE, element, arch)
+    for entry in SCAN_SOURCE.entries:
+        assert f"baracuda_{entry}_{element.value}".encode() in cubin

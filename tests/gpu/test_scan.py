@@ -1,0 +1,256 @@
+"""Axis scans on the GPU: every op x dtype x layout against the float64 reference (poisoned
+outputs), and gradients against torch autograd."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import baracuda as bc
+from baracuda.scan import (
+    ScanArgs,
+    ScanBackwardArgs,
+    ScanBackwardDescriptor,
+    ScanBackwardPlan,
+    ScanDescriptor,
+    ScanPlan,
+    api,
+)
+from baracuda.scan import reference as R
+from baracuda.types import ElementKind, ScanKind, TieBreak
+from tests.helpers import assert_close, poisoned, torch_dtype
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+KINDS = list(ScanKind)
+ELEMENTS = list(ElementKind)
+EXTREMA = (ScanKind.CUMMAX, ScanKind.CUMMIN)
+
+
+def _np64(t: Any) -> np.ndarray:
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+def make_input(kind: ScanKind, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """float64 values suited to each op (no overflow in cumprod, ties for extrema)."""
+    rng = np.random.default_rng(seed)
+    if kind is ScanKind.CUMPROD:
+        x = rng.uniform(0.6, 1.4, shape) * rng.choice([-1.0, 1.0], shape)
+        if x.size > 3:
+            x.reshape(-1)[:: max(1, x.size // 5)] = 0.0  # a few zeros
+        return x
+    if kind in EXTREMA:
+        return np.round(rng.standard_normal(shape) * 4) / 4
+    if kind is ScanKind.CUMSUM:
+        return rng.uniform(-1.0, 1.0, shape) + 0.25
+    return rng.standard_normal(shape) * 3
+
+
+def scale_of(kind: ScanKind, n: int) -> float:
+    return 1.0 if kind in EXTREMA else max(1.0, math.sqrt(n) / 4)
+
+
+def stream() -> bc.Stream:
+    return bc.Stream.wrap(torch.cuda.current_stream())
+
+
+def run_forward(kind: ScanKind, x: Any, axis: int, reverse: bool,
+                tie: TieBreak = TieBreak.FIRST) -> tuple[Any, Any]:  # fmt: skip
+    el = ElementKind.parse(x.dtype)
+    s = stream()
+    plan = ScanPlan.select(s, ScanDescriptor(kind, tuple(x.shape), axis, el, reverse, tie))
+    y = poisoned(tuple(x.shape), el)
+    idx = None
+    if kind in EXTREMA:
+        idx = torch.full(tuple(x.shape), -7, dtype=torch.int64, device="cuda")
+    ws = bc.Workspace.allocate(plan.workspace_size(), s)
+    plan.run(s, ws, ScanArgs(x, y, idx))
+    torch.cuda.synchronize()
+    return y, idx
+
+
+def run_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: bool,
+                 tie: TieBreak = TieBreak.FIRST) -> Any:  # fmt: skip
+    el = ElementKind.parse(dy.dtype)
+    s = stream()
+    desc = ScanBackwardDescriptor(kind, tuple(dy.shape), axis, el, reverse, tie)
+    plan = ScanBackwardPlan.select(s, desc)
+    dx = poisoned(tuple(dy.shape), el)
+    ws = bc.Workspace.allocate(plan.workspace_size(), s)
+    plan.run(s, ws, ScanBackwardArgs(dy, dx, x, y))
+    torch.cuda.synchronize()
+    return dx
+
+
+def check_op(kind: ScanKind, element: ElementKind, x: Any, axis: int, reverse: bool,
+             what: str) -> None:  # fmt: skip
+    """Forward and backward of one op on one (possibly strided) input."""
+    n = x.shape[axis] if x.dim() else 1
+    sc = scale_of(kind, n)
+    xn = _np64(x)
+    y, idx = run_forward(kind, x, axis, reverse)
+    ref = R.scan(kind, xn, axis, reverse)
+    if kind in EXTREMA:
+        np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(ref[1]), err_msg=what)
+        ref = ref[0]
+    assert_close(y, ref, element, scale=sc, what=f"{kind.value} {what}")
+    dy = torch.from_numpy(np.random.default_rng(1).standard_normal(tuple(x.shape))).to(
+        device="cuda", dtype=x.dtype)  # fmt: skip
+    dx = run_backward(kind, dy, x, y, axis, reverse)
+    dref = R.scan_backward(kind, _np64(dy), x=xn, y=_np64(y), axis=axis, reverse=reverse)
+    assert_close(dx, dref, element, scale=max(sc, 2.0 if kind is ScanKind.CUMPROD else 1.0),
+                 what=f"{kind.value}_backward {what}")  # fmt: skip
+
+
+def layouts(shape: tuple[int, ...], dt: Any, kind: ScanKind) -> dict[str, Any]:
+    """The same logical shape as contiguous, transposed-storage and sliced views."""
+    base = torch.from_numpy(make_input(kind, shape)).to("cuda", dt)
+    out = {"contiguous": base}
+    if len(shape) >= 2:
+        t = torch.from_numpy(make_input(kind, shape[::-1], 2)).to("cuda", dt)
+        out["transposed"] = t.permute(*reversed(range(len(shape))))
+    big = torch.from_numpy(make_input(kind, tuple(2 * d + 1 for d in shape), 3)).to("cuda", dt)
+    out["sliced"] = big[tuple(slice(1, 2 * d + 1, 2) for d in shape)]
+    flat = torch.from_numpy(make_input(kind, (math.prod(shape) + 1,), 4)).to("cuda", dt)
+    out["offset"] = flat[1:].view(shape)
+    return out
+
+
+# (shape, axis): short rows (warp), block rows, chunked long rows, non-innermost axes
+# (cols, cols chunked), rank 4
+CASES = [
+    ((37, 129), -1),
+    ((33, 1500), 1),
+    ((3, 50001), 1),
+    ((300, 65), 0),
+    ((5, 40, 33), 1),
+    ((2, 3, 4, 70), -2),
+    ((1000,), 0),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_layouts(kind: ScanKind, element: ElementKind, case: tuple[tuple[int, ...], int],
+                      reverse: bool) -> None:  # fmt: skip
+    shape, axis = case
+    for name, x in layouts(shape, torch_dtype(element), kind).items():
+        check_op(kind, element, x, axis, reverse, f"{name} {shape} axis={axis} rev={reverse}")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_scan_one_long_row(kind: ScanKind, element: ElementKind) -> None:
+    n = 2**24
+    rng = np.random.default_rng(5)
+    if kind is ScanKind.CUMPROD:
+        xn = rng.choice([-1.0, 1.0], n)  # exact products
+    elif kind is ScanKind.CUMSUM:
+        xn = rng.uniform(0.0, 1.0, n)  # no cancellation: errors stay relative
+    else:
+        xn = make_input(kind, (n,), 5)
+    x = torch.from_numpy(xn).to("cuda", torch_dtype(element))
+    for reverse in (False, True):
+        check_op(kind, element, x, 0, reverse, f"long row rev={reverse}")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_empty(kind: ScanKind, element: ElementKind) -> None:
+    dt = torch_dtype(element)
+    for shape, axis in [((0, 5), 1), ((4, 0), 1), ((4, 0), 0), ((0,), 0)]:
+        x = torch.zeros(shape, dtype=dt, device="cuda")
+        y, _idx = run_forward(kind, x, axis, False)
+        assert y.shape == shape
+        dx = run_backward(kind, x, x, x, axis, False)
+        assert dx.shape == shape
+
+
+def _torch_forward(kind: ScanKind) -> Callable[[Any, int], Any]:
+    return {
+        ScanKind.CUMSUM: torch.cumsum,
+        ScanKind.CUMPROD: torch.cumprod,
+        ScanKind.LOGCUMSUMEXP: torch.logcumsumexp,
+        ScanKind.CUMMAX: lambda t, d: torch.cummax(t, d).values,
+        ScanKind.CUMMIN: lambda t, d: torch.cummin(t, d).values,
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_gradients_match_torch_autograd(kind: ScanKind, element: ElementKind, dim: int) -> None:
+    dt = torch_dtype(element)
+    shape = (64, 300)
+    x = torch.from_numpy(make_input(kind, shape, 7)).to("cuda", dt)
+    if kind is ScanKind.CUMPROD:
+        x[3, :] = 0  # all zeros along dim 1
+        x[:, 5] = 0
+        x[7, 11] = 0  # a single zero
+    if kind in EXTREMA:
+        x[2, 40] = float("nan")
+        x[9, 3] = float("nan")
+    if kind is ScanKind.LOGCUMSUMEXP:
+        x[4, 10:20] = -float("inf")
+    dy = torch.randn(shape, device="cuda", dtype=dt)
+    # torch autograd on the same (rounded) inputs, in float64
+    x64 = x.double().requires_grad_(True)
+    y64 = _torch_forward(kind)(x64, dim)
+    (g64,) = torch.autograd.grad(y64, x64, dy.double())
+    y = api._forward(kind, x, dim, False, TieBreak.LAST, None)
+    y = y[0] if kind in EXTREMA else y
+    dx = api.scan_backward(kind, dy, x=x, y=y, axis=dim, tie_break="last")
+    truth = _np64(g64)
+    sc = 3.0 if element in (ElementKind.F16, ElementKind.BF16) else 1.0
+    assert_close(dx, truth, element, scale=sc * max(1.0, math.sqrt(shape[dim]) / 4),
+                 what=f"{kind.value} grad dim={dim}")  # fmt: skip
+    if kind in EXTREMA:  # indices equal torch's exactly with tie_break='last'
+        _, idx = (api.cummax if kind is ScanKind.CUMMAX else api.cummin)(x, dim, tie_break="last")
+        ref = (torch.cummax if kind is ScanKind.CUMMAX else torch.cummin)(x, dim).indices
+        assert torch.equal(idx, ref)
+
+
+def test_functional_returns_torch_tensors() -> None:
+    x = torch.randn(8, 1000, device="cuda")
+    y = bc.cumsum(x, 1) if hasattr(bc, "cumsum") else api.cumsum(x, 1)
+    assert isinstance(y, torch.Tensor) and y.is_cuda
+    torch.testing.assert_close(y, torch.cumsum(x.double(), 1).float(), rtol=1e-5, atol=1e-4)
+    v, i = api.cummax(x, 0, tie_break="last")
+    ref = torch.cummax(x, 0)
+    assert torch.equal(v, ref.values) and torch.equal(i, ref.indices)
+
+
+def test_missing_saved_tensor_and_shape_errors() -> None:
+    s = stream()
+    x = torch.randn(4, 5, device="cuda")
+    plan = ScanBackwardPlan.select(s, ScanBackwardDescriptor(ScanKind.CUMPROD, (4, 5), 1,
+                                                             ElementKind.F32))  # fmt: skip
+    ws = bc.Workspace.allocate(plan.workspace_size(), s)
+    with pytest.raises(bc.InvalidProblem, match="saved forward input x"):
+        plan.run(s, ws, ScanBackwardArgs(x, torch.empty_like(x)))
+    with pytest.raises(bc.InvalidProblem, match="saved forward output y"):
+        plan.run(s, ws, ScanBackwardArgs(x, torch.empty_like(x), x=x))
+    with pytest.raises(bc.InvalidProblem, match="shape"):
+        plan.run(s, ws, ScanBackwardArgs(x, torch.empty(5, 4, device="cuda"), x=x, y=x))
+    fplan = ScanPlan.select(s, ScanDescriptor(ScanKind.CUMSUM, (4, 5), 1, ElementKind.F32))
+    with pytest.raises(bc.InvalidProblem, match="indices"):
+        fplan.run(s, bc.Workspace.none(), ScanArgs(x, torch.empty_like(x),
+                                                   torch.empty(4, 5, dtype=torch.int64,
+                                                               device="cuda")))  # fmt: skip
+
+
+def test_workspace_too_small() -> None:
+    s = stream()
+    desc = ScanDescriptor(ScanKind.CUMSUM, (1, 2**22), 1, ElementKind.F32)
+    plan = ScanPlan.select(s, desc)
+    assert plan.workspace_size() > 0
+    x = torch.randn(1, 2**22, device="cuda")
+    with pytest.raises(bc.WorkspaceTooSmall):
+        plan.run(s, bc.Workspace.none(), ScanArgs(x, torch.empty_like(x)))
