@@ -17,7 +17,7 @@ from baracuda.softmax import (
     SparsemaxPlan,
     reference,
 )
-from baracuda.softmax._rows import VARIANTS, variant_for
+from baracuda.softmax._rows import VARIANTS, RowSplit, row_split, variant_for
 from baracuda.softmax.api import sparsemax, sparsemax_backward
 from baracuda.softmax.cases import make_rows
 from baracuda.types import ElementKind
@@ -164,6 +164,20 @@ def test_variant_table() -> None:
     assert variant_for(8193).name == "stream"
     assert variant_for(2**40).name == "stream"
     assert all(v.block % v.group == 0 for v in VARIANTS)
+
+
+def test_row_split_for_few_long_rows() -> None:
+    assert row_split((64, 131072), 1, 132) == RowSplit(64, 8)
+    assert row_split((131072, 64), 0, 132) == RowSplit(64, 8)
+    assert row_split((2, 2**20 + 1), -1, 132) == RowSplit(2, 65)
+    assert row_split((1024, 32768), 1, 132) is None  # enough rows to fill the GPU
+    assert row_split((8, 8192), 1, 132) is None  # register variant
+    assert row_split((8, 16384), 1, 132) is None  # one piece only
+    assert row_split((0, 40000), 1, 132) is None
+    assert row_split((3, 0), 1, 132) is None
+    sp = RowSplit(64, 8)
+    assert sp.workspace_size(ElementKind.BF16) == 64 * 8 * 4 + 64 * 8 * 8
+    assert sp.count_offset(ElementKind.F64) % 16 == 0
 
 
 # --- functional API on CPU arrays ----------------------------------------------------------

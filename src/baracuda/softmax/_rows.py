@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from baracuda._cuda.abi import shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
-from baracuda._cuda.launch import MAX_GRID_X, launch
+from baracuda._cuda.launch import MAX_GRID_X, MAX_GRID_YZ, launch
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
@@ -28,6 +28,8 @@ __all__ = [
     "launch_rows",
     "sparsemax_precision",
     "check_in_place",
+    "RowSplit",
+    "row_split",
 ]
 
 
@@ -62,9 +64,48 @@ SPARSEMAX_SOURCE = register_source(
     KernelSource(
         "softmax",
         "sparsemax.cu",
-        tuple(f"sparsemax_{d}_{v.name}" for d in ("fwd", "bwd") for v in VARIANTS),
+        (
+            *(f"sparsemax_{d}_{v.name}" for d in ("fwd", "bwd") for v in VARIANTS),
+            "sparsemax_bwd_split_sum",
+            "sparsemax_bwd_split_write",
+        ),
     )
 )
+
+SPLIT_PIECE = 16384  # elements per block of a split row (a multiple of every vector width)
+SPLIT_BLOCK = 512
+
+
+@dataclass(frozen=True, slots=True)
+class RowSplit:
+    """Few long rows: each row cut into ``pieces`` of ``piece`` elements, one block each."""
+
+    rows: int
+    pieces: int
+    piece: int = SPLIT_PIECE
+
+    def workspace_size(self, element: ElementKind) -> int:
+        acc = 8 if element is ElementKind.F64 else 4
+        return _round16(self.rows * self.pieces * acc) + self.rows * self.pieces * 8
+
+    def count_offset(self, element: ElementKind) -> int:
+        acc = 8 if element is ElementKind.F64 else 4
+        return _round16(self.rows * self.pieces * acc)
+
+
+def _round16(x: int) -> int:
+    return (x + 15) // 16 * 16
+
+
+def row_split(shape: Sequence[int], axis: int, sm_count: int) -> RowSplit | None:
+    """The split for the backward when the rows alone cannot fill the GPU (fewer than two
+    per SM) and each is long enough to cut, else None."""
+    n = shape[axis]
+    rows = numel(shape) // n if n else 0
+    if rows == 0 or variant_for(n).per_thread or rows >= 2 * sm_count or rows > 65535:
+        return None
+    pieces = -(-n // SPLIT_PIECE)
+    return RowSplit(rows, pieces) if pieces >= 2 else None
 
 
 def variant_for(n: int) -> Variant:
@@ -110,7 +151,13 @@ def _vectorisable(views: Sequence[TensorView], axis: int) -> bool:
 
 
 def launch_rows(
-    module: LoadedModule, direction: str, stream: Stream, views: Sequence[TensorView], axis: int
+    module: LoadedModule,
+    direction: str,
+    stream: Stream,
+    views: Sequence[TensorView],
+    axis: int,
+    split: RowSplit | None = None,
+    workspace_ptr: int = 0,
 ) -> str:
     """Enqueue ``sparsemax_<direction>_<variant>`` over the rows of ``views`` along ``axis``.
 
@@ -132,6 +179,16 @@ def launch_rows(
     args += [strides_arg(s) for s in ostrides]
     args += [ctypes.c_int64(s) for s in axis_strides]
     args.append(ctypes.c_int32(1 if vec else 0))
+    if split is not None:
+        element = module.element
+        ws = [ctypes.c_uint64(workspace_ptr),
+              ctypes.c_uint64(workspace_ptr + split.count_offset(element)),
+              ctypes.c_int64(split.piece), ctypes.c_int64(split.pieces)]  # fmt: skip
+        sgrid = (min(split.pieces, MAX_GRID_X), min(rows, MAX_GRID_YZ), 1)
+        for part in ("sum", "write"):
+            op = f"sparsemax_{direction}_split_{part}"
+            launch(module.function(op), sgrid, SPLIT_BLOCK, 0, stream, [*args, *ws], op)
+        return f"split{split.pieces}{'/vec16' if vec else ''}"
     op = f"sparsemax_{direction}_{var.name}"
     launch(module.function(op), (grid, 1, 1), var.block, 0, stream, args, op)
     return f"{var.name}{'/vec16' if vec else ''}"

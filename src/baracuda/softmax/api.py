@@ -12,6 +12,7 @@ from baracuda._functional import (
     finish,
     is_cuda_array,
     resolve_stream,
+    workspace_for,
 )
 from baracuda.errors import InvalidProblem
 from baracuda.softmax import reference
@@ -90,5 +91,5 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     dx = empty_like(dy, stream=s)
     desc = SparsemaxBackwardDescriptor(tuple(dy.shape), ax, element_of(dy))
     plan = cached_plan(SparsemaxBackwardPlan, s, desc)
-    plan.run(s, Workspace.none(), SparsemaxBackwardArgs(dy, y, dx))
+    plan.run(s, workspace_for(plan, s), SparsemaxBackwardArgs(dy, y, dx))
     return finish(dx)

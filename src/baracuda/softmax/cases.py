@@ -166,7 +166,7 @@ def _backward_setup(shape: tuple[int, ...], element: ElementKind) -> BenchSetup:
     s = bc.Stream.wrap(torch.cuda.current_stream())
     plan = SparsemaxBackwardPlan.select(s, SparsemaxBackwardDescriptor(shape, -1, element))
     args = SparsemaxBackwardArgs(dy, y, dx)
-    ws = bc.Workspace.none()
+    ws = bc.Workspace.allocate(plan.workspace_size(), s)
     plan.run(s, ws, args)
     # copy peer: the same bytes as the op (1.5 numel read + 1.5 numel written)
     src = torch.empty(dy.numel() * 3 // 2, device="cuda", dtype=dt).normal_()

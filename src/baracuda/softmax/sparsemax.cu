@@ -420,12 +420,11 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
   }
 }
 
+// Per-thread partial sum of dy and count over y > 0 for elements [0, n) of a (sub-)row.
 template <int L, typename T, typename A>
-__device__ __forceinline__ void bwd_stream_row(const T* dyr, const T* yr, T* dxr, i64 n,
-                                               i64 sdy, i64 sy, i64 sdx) {
+__device__ __forceinline__ void bwd_row_sum(const T* dyr, const T* yr, i64 n, i64 sdy, i64 sy,
+                                            A& s, i64& cnt) {
   const i64 nchunk = (n + L - 1) / L;
-  A s = 0;
-  i64 cnt = 0;
 #pragma unroll 4
   for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
     if (L > 1 && (c + 1) * L <= n) {
@@ -454,8 +453,12 @@ __device__ __forceinline__ void bwd_stream_row(const T* dyr, const T* yr, T* dxr
       }
     }
   }
-  group_sum2<kStreamBlock>(s, cnt);
-  const A mean = cnt > 0 ? s / (A)cnt : A(0);
+}
+
+template <int L, typename T, typename A>
+__device__ __forceinline__ void bwd_row_write(const T* dyr, const T* yr, T* dxr, i64 n, i64 sdy,
+                                              i64 sy, i64 sdx, A mean) {
+  const i64 nchunk = (n + L - 1) / L;
 #pragma unroll 4
   for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
     if (L > 1 && (c + 1) * L <= n) {
@@ -492,16 +495,91 @@ __device__ __forceinline__ void bwd_stream(const T* dy, const T* y, T* dx, i64 r
                                            const Shape& outer, const Strides& sdyo,
                                            const Strides& syo, const Strides& sdxo, i64 sdy,
                                            i64 sy, i64 sdx, bool vec) {
+  constexpr int LV = Vec16<T>::kLanes;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     Coord cd;
     unravel(r, outer, cd);
     const T* dyr = dy + dot(cd, sdyo, outer.rank);
     const T* yr = y + dot(cd, syo, outer.rank);
     T* dxr = dx + dot(cd, sdxo, outer.rank);
+    A s = 0;
+    i64 cnt = 0;
     if (vec)
-      bwd_stream_row<Vec16<T>::kLanes, T, A>(dyr, yr, dxr, n, sdy, sy, sdx);
+      bwd_row_sum<LV, T, A>(dyr, yr, n, sdy, sy, s, cnt);
     else
-      bwd_stream_row<1, T, A>(dyr, yr, dxr, n, sdy, sy, sdx);
+      bwd_row_sum<1, T, A>(dyr, yr, n, sdy, sy, s, cnt);
+    group_sum2<kStreamBlock>(s, cnt);
+    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+    if (vec)
+      bwd_row_write<LV, T, A>(dyr, yr, dxr, n, sdy, sy, sdx, mean);
+    else
+      bwd_row_write<1, T, A>(dyr, yr, dxr, n, sdy, sy, sdx, mean);
+  }
+}
+
+// Split rows (few long rows): block (piece, row) covers elements [piece * len, +len) of a row.
+// bwd_split_sum writes each piece's (sum, count) to the workspace; bwd_split_write reduces a
+// row's pieces in piece order (deterministic) and writes dx for its piece. `len` is a
+// multiple of 8, so pieces of a 16-byte-aligned row start 16-byte aligned.
+template <typename T, typename A>
+__device__ __forceinline__ void bwd_split_sum(const T* dy, const T* y, i64 rows, i64 n,
+                                              const Shape& outer, const Strides& sdyo,
+                                              const Strides& syo, i64 sdy, i64 sy, bool vec,
+                                              A* ws_s, i64* ws_c, i64 len, i64 pieces) {
+  constexpr int LV = Vec16<T>::kLanes;
+  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    Coord cd;
+    unravel(r, outer, cd);
+    for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
+      const i64 b = p * len;
+      const i64 m = min(len, n - b);
+      const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
+      const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
+      A s = 0;
+      i64 cnt = 0;
+      if (vec)
+        bwd_row_sum<LV, T, A>(dyr, yr, m, sdy, sy, s, cnt);
+      else
+        bwd_row_sum<1, T, A>(dyr, yr, m, sdy, sy, s, cnt);
+      group_sum2<kStreamBlock>(s, cnt);
+      if (threadIdx.x == 0) {
+        ws_s[r * pieces + p] = s;
+        ws_c[r * pieces + p] = cnt;
+      }
+    }
+  }
+}
+
+template <typename T, typename A>
+__device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+                                                const Shape& outer, const Strides& sdyo,
+                                                const Strides& syo, const Strides& sdxo,
+                                                i64 sdy, i64 sy, i64 sdx, bool vec,
+                                                const A* ws_s, const i64* ws_c, i64 len,
+                                                i64 pieces) {
+  constexpr int LV = Vec16<T>::kLanes;
+  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    Coord cd;
+    unravel(r, outer, cd);
+    A s = 0;
+    i64 cnt = 0;
+    for (i64 p = threadIdx.x; p < pieces; p += blockDim.x) {
+      s += ws_s[r * pieces + p];
+      cnt += ws_c[r * pieces + p];
+    }
+    group_sum2<kStreamBlock>(s, cnt);
+    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+    for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
+      const i64 b = p * len;
+      const i64 m = min(len, n - b);
+      const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
+      const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
+      T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
+      if (vec)
+        bwd_row_write<LV, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, mean);
+      else
+        bwd_row_write<1, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, mean);
+    }
   }
 }
 
@@ -546,4 +624,14 @@ SMX_KERNEL(sparsemax_bwd_16x512, 512, 2)(SMX_BWD_ARGS) {
 }
 BC_KERNEL(sparsemax_bwd_stream, 512)(SMX_BWD_ARGS) {
   bc::smx::bwd_stream<BC_T, BC_ACC>(SMX_BWD_PASS);
+}
+// Workspace: pieces * rows accumulators, then pieces * rows counts (i64), 16-byte aligned.
+BC_KERNEL(sparsemax_bwd_split_sum, 512)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64* ws_c, bc::i64 len,
+                                        bc::i64 pieces) {
+  bc::smx::bwd_split_sum<BC_T, BC_ACC>(dy, y, rows, n, outer, sdyo, syo, sdy, sy, vec != 0,
+                                       ws_s, ws_c, len, pieces);
+}
+BC_KERNEL(sparsemax_bwd_split_write, 512)(SMX_BWD_ARGS, const BC_ACC* ws_s, const bc::i64* ws_c,
+                                          bc::i64 len, bc::i64 pieces) {
+  bc::smx::bwd_split_write<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, len, pieces);
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from baracuda._cuda.device import device_info
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
 from baracuda._cuda.stream import Stream
@@ -13,6 +14,7 @@ from baracuda.softmax._rows import (
     SPARSEMAX_SOURCE,
     check_in_place,
     launch_rows,
+    row_split,
     sparsemax_precision,
     variant_for,
 )
@@ -55,11 +57,15 @@ class SparsemaxBackwardPlan(
 
     Layout: rows of <= 8192 elements are read once into registers (a warp per row up to
     1024, a 512-thread block up to 8192); longer rows take one block each and read ``y`` (and
-    ``dy`` on the support) twice, the second time mostly from L2.
+    ``dy`` on the support) twice, the second time mostly from L2. When such rows are too few
+    to fill the GPU (fewer than 2 per SM), each is cut into pieces of 16384 elements, one
+    block each, in two kernels: partial sums to the workspace, then the write.
     Dtypes: f32, f16, bf16, f64; f32 math for the half types, f64 for f64.
     Shapes: rank 1-8, any axis, any strides; empty tensors launch nothing.
-    Precision: sum over the support in f32 (f64), one rounding per output. Deterministic.
-    Workspace: none.
+    Precision: sum over the support in f32 (f64), one rounding per output. Deterministic
+    (fixed reduction order, no atomics, split or not).
+    Workspace: ``workspace_size()`` bytes: 0 unless rows are split (then 12 or 16 bytes per
+    piece), 16-byte alignment suffices (256 checked by ``run``).
 
     Raises
     ------
@@ -76,6 +82,8 @@ class SparsemaxBackwardPlan(
         self._module = module
         self.axis = axis
         self.last_variant = ""
+        sm_count = device_info(device_id).sm_count
+        self._split = row_split(desc.input_shape, axis, sm_count)
 
     @classmethod
     def select(cls, stream: object, desc: SparsemaxBackwardDescriptor,
@@ -88,9 +96,15 @@ class SparsemaxBackwardPlan(
 
     def sku(self) -> KernelSku:
         n = self.desc.input_shape[self.axis]
+        variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
         return KernelSku(OpCategory.SOFTMAX, "sparsemax_backward", self.desc.element,
-                         self._module.arch, BackendKind.NVRTC, variant_for(n).name,
+                         self._module.arch, BackendKind.NVRTC, variant,
                          sparsemax_precision(self.desc.element))  # fmt: skip
+
+    def workspace_size(self) -> int:
+        """Bytes of workspace: 0, or for few long rows (fewer than 2 per SM, > 16384 long)
+        ``rows * ceil(n / 16384)`` partial (sum, count) pairs."""
+        return self._split.workspace_size(self.desc.element) if self._split else 0
 
     def _bind(self, args: SparsemaxBackwardArgs, stream: Stream) -> tuple[TensorView, ...]:
         shape, el = self.desc.input_shape, self.desc.element
@@ -102,4 +116,5 @@ class SparsemaxBackwardPlan(
 
     def _launch(self, stream: Stream, workspace: Workspace,
                 views: tuple[TensorView, ...]) -> None:  # fmt: skip
-        self.last_variant = launch_rows(self._module, "bwd", stream, views, self.axis)
+        self.last_variant = launch_rows(self._module, "bwd", stream, views, self.axis,
+                                        self._split, workspace.ptr)  # fmt: skip
