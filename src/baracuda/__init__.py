@@ -29,6 +29,24 @@ from baracuda.errors import (
     Unsupported,
     WorkspaceTooSmall,
 )
+from baracuda.scan import (
+    ScanArgs,
+    ScanBackwardArgs,
+    ScanBackwardDescriptor,
+    ScanBackwardPlan,
+    ScanDescriptor,
+    ScanPlan,
+)
+from baracuda.scan.api import cummax, cummin, cumprod, cumsum, logcumsumexp, scan_backward
+from baracuda.softmax import (
+    SparsemaxArgs,
+    SparsemaxBackwardArgs,
+    SparsemaxBackwardDescriptor,
+    SparsemaxBackwardPlan,
+    SparsemaxDescriptor,
+    SparsemaxPlan,
+)
+from baracuda.softmax.api import sparsemax, sparsemax_backward
 from baracuda.types import (
     BackendKind,
     BinaryKind,
@@ -49,6 +67,14 @@ __all__ = [
     # functional API
     "lerp",
     "lerp_backward",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+    "scan_backward",
+    "sparsemax",
+    "sparsemax_backward",
     # plans
     "BinaryParamArgs",
     "BinaryParamBackwardArgs",
@@ -56,6 +82,18 @@ __all__ = [
     "BinaryParamBackwardPlan",
     "BinaryParamDescriptor",
     "BinaryParamPlan",
+    "ScanArgs",
+    "ScanBackwardArgs",
+    "ScanBackwardDescriptor",
+    "ScanBackwardPlan",
+    "ScanDescriptor",
+    "ScanPlan",
+    "SparsemaxArgs",
+    "SparsemaxBackwardArgs",
+    "SparsemaxBackwardDescriptor",
+    "SparsemaxBackwardPlan",
+    "SparsemaxDescriptor",
+    "SparsemaxPlan",
     # runtime
     "Stream",
     "Workspace",

@@ -3,6 +3,7 @@ framework, a plan cache and workspaces."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from collections import OrderedDict
@@ -24,6 +25,7 @@ __all__ = [
     "empty_like",
     "finish",
     "cached_plan",
+    "plan_for",
     "workspace_for",
 ]
 
@@ -55,8 +57,19 @@ def resolve_stream(stream: object, like: object) -> Stream:
     return Stream(handle if handle is not None else 0, device_id=dev)
 
 
+_KINDS: dict[Any, ElementKind] = {}
+
+
 def element_of(x: Any) -> ElementKind:
-    return element_kind_of(x.dtype)
+    """``x``'s ``ElementKind`` (memoised per dtype object: this is on every call's path)."""
+    dt = x.dtype
+    try:
+        return _KINDS[dt]
+    except (KeyError, TypeError):
+        kind = element_kind_of(dt)
+        with contextlib.suppress(TypeError):  # an unhashable dtype is not memoised
+            _KINDS[dt] = kind
+        return kind
 
 
 class _PlanLike(Protocol):
@@ -73,13 +86,19 @@ _MAX_PLANS = 512
 
 def cached_plan(cls: Any, stream: Stream, desc: Any) -> Any:
     """``cls.select(stream, desc)`` once per (class, descriptor, device); LRU-bounded."""
-    key = (cls, desc, stream.device_id())
-    plan = _plans.get(key)
+    return plan_for(cls, stream, desc, lambda: desc)
+
+
+def plan_for(cls: Any, stream: Stream, key: Any, make_desc: Any) -> Any:
+    """Like ``cached_plan`` with a cheaper key (e.g. shape, framework dtype, parameters) from
+    which ``make_desc()`` builds the descriptor only on a miss."""
+    full = (cls, key, stream.device_id())
+    plan = _plans.get(full)
     if plan is not None:
         return plan
-    plan = cls.select(stream, desc)
+    plan = cls.select(stream, make_desc())
     with _plans_lock:
-        _plans[key] = plan
+        _plans[full] = plan
         if len(_plans) > _MAX_PLANS:
             _plans.popitem(last=False)
     return plan
@@ -146,6 +165,8 @@ def empty_like(x: Any, shape: tuple[int, ...] | None = None, dtype: object = Non
         name = str(dtype)
     if fw == "torch":
         torch = sys.modules["torch"]
+        if shape is None and dtype is None:
+            return torch.empty_like(x, memory_format=torch.contiguous_format)
         return torch.empty(shp, dtype=getattr(torch, name), device=x.device)
     if fw == "cupy":
         cupy = sys.modules["cupy"]

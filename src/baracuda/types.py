@@ -29,6 +29,9 @@ class ElementKind(enum.Enum):
     BF16 = "bf16"
     F64 = "f64"
 
+    # members are singletons: identity hashing is correct and cheaper than Enum's
+    __hash__ = object.__hash__
+
     @property
     def itemsize(self) -> int:
         return _ITEMSIZE[self.value]

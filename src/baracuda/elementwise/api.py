@@ -6,11 +6,11 @@ from typing import Any
 
 from baracuda._cuda.memory import Workspace
 from baracuda._functional import (
-    cached_plan,
     element_of,
     empty_like,
     finish,
     is_cuda_array,
+    plan_for,
     resolve_stream,
 )
 from baracuda.elementwise import reference
@@ -23,6 +23,8 @@ from baracuda.elementwise.lerp_backward import (
 from baracuda.errors import InvalidProblem
 
 __all__ = ["lerp", "lerp_backward"]
+
+_NO_WORKSPACE = Workspace.none()
 
 
 def _weight(op: str, weight: object) -> float:
@@ -59,8 +61,9 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
         return reference.lerp(a, b, w)
     s = resolve_stream(stream, a)
     out = empty_like(a, stream=s)
-    plan = cached_plan(BinaryParamPlan, s, BinaryParamDescriptor(tuple(a.shape), element_of(a), w))
-    plan.run(s, Workspace.none(), BinaryParamArgs(a, b, out))
+    plan = plan_for(BinaryParamPlan, s, (a.shape, a.dtype, w),
+                    lambda: BinaryParamDescriptor(tuple(a.shape), element_of(a), w))  # fmt: skip
+    plan.run(s, _NO_WORKSPACE, BinaryParamArgs(a, b, out))
     return finish(out)
 
 
@@ -75,7 +78,9 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
         return reference.lerp_backward(dy, w)
     s = resolve_stream(stream, dy)
     da, db = empty_like(dy, stream=s), empty_like(dy, stream=s)
-    desc = BinaryParamBackwardDescriptor(tuple(dy.shape), element_of(dy), w)
-    plan = cached_plan(BinaryParamBackwardPlan, s, desc)
-    plan.run(s, Workspace.none(), BinaryParamBackwardArgs(dy, da, db))
+    dy_shape = tuple(dy.shape)
+    key = (dy.shape, dy.dtype, w)
+    plan = plan_for(BinaryParamBackwardPlan, s, key,
+                    lambda: BinaryParamBackwardDescriptor(dy_shape, element_of(dy), w))  # fmt: skip
+    plan.run(s, _NO_WORKSPACE, BinaryParamBackwardArgs(dy, da, db))
     return finish(da), finish(db)
