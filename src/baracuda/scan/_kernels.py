@@ -206,7 +206,8 @@ def launch_scan(
             operands[i] is not None
             and operands[i].ptr % 16 == 0  # type: ignore[union-attr]
             and axis_strides[used.index(i)] == 1
-            and all(s % lanes == 0 for s in ostrides[used.index(i)])
+            and all(s % lanes == 0 for d, s in zip(oshape, ostrides[used.index(i)], strict=True)
+                    if d > 1)
             for i in vec_slots
         )
     )
