@@ -118,6 +118,23 @@ struct alignas(16) Vec16 {
   T v[kLanes];
 };
 
+// Streaming (evict-first) 16-byte accesses for data touched once: keeps L2 for what is reused.
+template <typename V>
+__device__ __forceinline__ V load_stream(const V* p) {
+  static_assert(sizeof(V) == 16, "16-byte vectors only");
+  const int4 r = __ldcs(reinterpret_cast<const int4*>(p));
+  V v;
+  memcpy(&v, &r, 16);
+  return v;
+}
+template <typename V>
+__device__ __forceinline__ void store_stream(V* p, const V& v) {
+  static_assert(sizeof(V) == 16, "16-byte vectors only");
+  int4 r;
+  memcpy(&r, &v, 16);
+  __stcs(reinterpret_cast<int4*>(p), r);
+}
+
 // ---- warp and block reductions ----
 __device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
 
