@@ -34,17 +34,31 @@ def poisoned(shape: tuple[int, ...], element: ElementKind, *, like_strides_of: A
     return t
 
 
+# largest finite value of each element type: a float64 reference beyond it rounds to inf
+FINITE_MAX = {ElementKind.F32: 3.4028234663852886e38, ElementKind.F16: 65504.0,
+              ElementKind.BF16: 3.3895313892515355e38, ElementKind.F64: np.inf}  # fmt: skip
+
+
 def assert_close(out: Any, ref: Any, element: ElementKind, *, scale: float = 1.0,
-                 what: str = "") -> None:  # fmt: skip
-    """``out`` (any tensor/array) against a float64 ``ref``; reports the worst mismatches."""
+                 what: str = "", magnitude: Any = None) -> None:  # fmt: skip
+    """``out`` (any tensor/array) against a float64 ``ref``; reports the worst mismatches.
+
+    ``magnitude``: for results that are sums of terms of both signs, the same sum over the
+    terms' absolute values; the relative tolerance applies to it (cancellation is not the
+    kernel's error). A reference beyond the element type's range must come out as inf.
+    """
     o = _np64(out)
     r = _np64(ref)
     assert o.shape == r.shape, f"{what}: shape {o.shape} != reference {r.shape}"
     rtol, atol = TOLERANCES[element]
     rtol, atol = rtol * scale, atol * scale
-    bad = ~(np.abs(o - r) <= atol + rtol * np.abs(r))
+    size = np.abs(r) if magnitude is None else np.maximum(np.abs(r), _np64(magnitude))
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(o - r) <= atol + rtol * size)
     bad &= ~(np.isnan(o) & np.isnan(r))
     bad &= ~((o == r) & np.isinf(r))
+    overflow = np.abs(r) > FINITE_MAX[element]
+    bad &= ~(overflow & np.isinf(o) & (np.sign(o) == np.sign(r)))
     if bad.any():
         idx = np.argwhere(bad)[:8]
         lines = [f"  at {tuple(int(j) for j in i)}: got {o[tuple(i)]!r}, want {r[tuple(i)]!r}"

@@ -162,19 +162,25 @@ def test_jax_inputs() -> None:
 
 
 def test_stream_ordering() -> None:
-    """A producer's pending work on another stream is finished before our kernel reads."""
+    """Work pending on the producer's current stream is finished before our kernel reads.
+
+    torch's DLPack export orders the tensor's *current* stream (``side`` here) before the
+    consumer's stream (``main``); the run must not read ``a``/``b`` before they are written.
+    """
     side = torch.cuda.Stream()
     main = torch.cuda.current_stream()
+    n = 1 << 20
     for _ in range(3):
+        out = torch.empty(n, device="cuda")
+        desc = bc.BinaryParamDescriptor((n,), bc.ElementKind.F32, 0.5)
+        plan = bc.BinaryParamPlan.select(main, desc)
         with torch.cuda.stream(side):
-            torch.cuda._sleep(50_000_000)  # ~tens of ms of GPU time before the write
-            a = torch.full((1 << 20,), 2.0, device="cuda")
-            b = torch.full((1 << 20,), 4.0, device="cuda")
-        # our stream is `main`; the DLPack path makes it wait for `side`
-        out = torch.empty_like(a)
-        plan = bc.BinaryParamPlan.select(main, bc.BinaryParamDescriptor(a.shape, bc.ElementKind.F32,
-                                                                         0.5))  # fmt: skip
-        plan.run(main, bc.Workspace.none(), bc.BinaryParamArgs(a, b, out))
+            a = torch.empty(n, device="cuda")
+            b = torch.empty(n, device="cuda")
+            torch.cuda._sleep(50_000_000)  # tens of ms of GPU time before the writes
+            a.fill_(2.0)
+            b.fill_(4.0)
+            plan.run(main, bc.Workspace.none(), bc.BinaryParamArgs(a, b, out))
         torch.cuda.synchronize()
         assert torch.all(out == 3.0)
 
