@@ -144,6 +144,9 @@ def run_bench(ops: list[str] | None = None, json_path: str | None = None,
             first = False
         rows.append(row)
         sys.stdout.flush()
+        if json_path:  # written after every case: a run cut short keeps what it measured
+            with open(json_path, "w") as f:
+                json.dump({"card": card, "copy_bandwidth_gbps": bw / 1e9, "rows": rows}, f)
     result: dict[str, Any] = {"card": card, "copy_bandwidth_gbps": bw / 1e9, "rows": rows}
     if host:
         result["host"] = host_overhead()
