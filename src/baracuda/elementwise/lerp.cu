@@ -28,7 +28,7 @@ __device__ __forceinline__ void lerp_fwd_vec(const T* __restrict__ a, const T* _
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
-      if (i < nvec) { xa[u] = load_stream(va + i); xb[u] = load_stream(vb + i); }
+      if (i < nvec) { xa[u] = va[i]; xb[u] = vb[i]; }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -38,7 +38,7 @@ __device__ __forceinline__ void lerp_fwd_vec(const T* __restrict__ a, const T* _
 #pragma unroll
         for (int l = 0; l < L; ++l)
           r.v[l] = from_acc<T>(lerp_math<A>(to_acc(xa[u].v[l]), to_acc(xb[u].v[l]), w));
-        store_stream(vo + i, r);
+        vo[i] = r;
       }
     }
   }
@@ -77,7 +77,7 @@ __device__ __forceinline__ void lerp_bwd_vec(const T* __restrict__ dy, T* __rest
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
-      if (i < nvec) g[u] = load_stream(vdy + i);
+      if (i < nvec) g[u] = vdy[i];
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -90,8 +90,8 @@ __device__ __forceinline__ void lerp_bwd_vec(const T* __restrict__ dy, T* __rest
           ra.v[l] = from_acc<T>(wa * x);
           rb.v[l] = from_acc<T>(w * x);
         }
-        store_stream(vda + i, ra);
-        store_stream(vdb + i, rb);
+        vda[i] = ra;
+        vdb[i] = rb;
       }
     }
   }
