@@ -81,6 +81,10 @@ def _round_up(a: int, b: int) -> int:
     return _cdiv(a, b) * b
 
 
+# Rows per SM from which a warp per row (rows1) beats a block per row (rows8) on long rows.
+WARP_ROWS_PER_SM = 16
+
+
 def per_thread(itemsize: int) -> int:
     """Elements a thread owns per tile in the rows kernels (``K`` in scan.cu)."""
     return 4 if itemsize == 8 else 8
@@ -97,7 +101,8 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
     """How a launch cuts its rows: the kernel variant, chunks per row and chunk length."""
     if layout == "rows":
         k = per_thread(itemsize)
-        if n <= 2 * 32 * k:
+        if n <= 2 * 32 * k or rows >= sm_count * WARP_ROWS_PER_SM:
+            # a warp per row: no block barriers; enough rows keep every SM busy
             return Chunking("rows1", 1, max(n, 1))
         tile = BLOCK * k
         target = sm_count * 4  # blocks of 256 threads

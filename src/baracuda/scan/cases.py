@@ -102,6 +102,7 @@ def _forward_setup(kind: ScanKind, shape: tuple[int, ...], axis: int,
     ws = bc.Workspace.allocate(plan.workspace_size(), s)
     args = ScanArgs(x, y, idx)
     fn = _torch_fn(kind)
+    torch._dynamo.reset()  # a fresh compile per case: no recompile limit, no stale guards
     compiled = torch.compile(lambda t: fn(t, axis))
     # I/O: read x, write y (and the int64 indices of cummax/cummin)
     moved = 2 * x.numel() * x.element_size() + (8 * x.numel() if idx is not None else 0)
