@@ -16,9 +16,8 @@ def main(path: str) -> None:
     bw = d["copy_bandwidth_gbps"]
     print(f"Card: **{d['card']}**; measured copy bandwidth **{bw:.0f} GB/s** "
           "(1 GiB fp32 `copy_`, read + write).\n")  # fmt: skip
-    print(
-        "| op | shape | dtype | baracuda µs | GB/s | % of copy bw | peers (µs) | speed-up vs best peer |"
-    )
+    print("| op | shape | dtype | baracuda µs | GB/s | % of copy bw | peers (µs) "
+          "| speed-up vs best peer |")  # fmt: skip
     print("| --- | --- | --- | ---: | ---: | ---: | --- | ---: |")
     for r in d["rows"]:
         peers = {k: v for k, v in r["peers"].items() if v and not k.startswith("copy_")}
