@@ -78,6 +78,111 @@ __device__ __forceinline__ void group_sum2(A& s, i64& c) {
   }
 }
 
+// 16-byte vectors moved as uint4, converted lane by lane to and from the accumulator type.
+// Going through uint4 (not a struct of T) makes every access one LDG.128 / STG.128 for all
+// four types (a struct of __nv_bfloat16 or __half was stored as eight 2-byte stores).
+template <typename T>
+struct Pack;
+template <>
+struct Pack<float> {
+  static constexpr int L = 4;
+  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[4]) {
+    v[0] = __uint_as_float(r.x);
+    v[1] = __uint_as_float(r.y);
+    v[2] = __uint_as_float(r.z);
+    v[3] = __uint_as_float(r.w);
+  }
+  __device__ __forceinline__ static uint4 pack(const float (&v)[4]) {
+    return make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
+                      __float_as_uint(v[3]));
+  }
+};
+template <>
+struct Pack<double> {
+  static constexpr int L = 2;
+  __device__ __forceinline__ static void unpack(const uint4& r, double (&v)[2]) {
+    v[0] = __hiloint2double((int)r.y, (int)r.x);
+    v[1] = __hiloint2double((int)r.w, (int)r.z);
+  }
+  __device__ __forceinline__ static uint4 pack(const double (&v)[2]) {
+    return make_uint4((unsigned)__double2loint(v[0]), (unsigned)__double2hiint(v[0]),
+                      (unsigned)__double2loint(v[1]), (unsigned)__double2hiint(v[1]));
+  }
+};
+template <>
+struct Pack<__nv_bfloat16> {
+  static constexpr int L = 8;
+  __device__ __forceinline__ static void lo_hi(unsigned w, float& a, float& b) {
+    a = __uint_as_float(w << 16);  // bf16 -> f32 is exact: the top half of the f32 bits
+    b = __uint_as_float(w & 0xffff0000u);
+  }
+  __device__ __forceinline__ static unsigned two(float a, float b) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);  // a in the low half
+    unsigned u;
+    memcpy(&u, &h, 4);
+    return u;
+  }
+  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
+    lo_hi(r.x, v[0], v[1]);
+    lo_hi(r.y, v[2], v[3]);
+    lo_hi(r.z, v[4], v[5]);
+    lo_hi(r.w, v[6], v[7]);
+  }
+  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
+    return make_uint4(two(v[0], v[1]), two(v[2], v[3]), two(v[4], v[5]), two(v[6], v[7]));
+  }
+};
+template <>
+struct Pack<__half> {
+  static constexpr int L = 8;
+  __device__ __forceinline__ static void lo_hi(unsigned w, float& a, float& b) {
+    __half2 h;
+    memcpy(&h, &w, 4);
+    const float2 f = __half22float2(h);
+    a = f.x;
+    b = f.y;
+  }
+  __device__ __forceinline__ static unsigned two(float a, float b) {
+    const __half2 h = __floats2half2_rn(a, b);
+    unsigned u;
+    memcpy(&u, &h, 4);
+    return u;
+  }
+  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
+    lo_hi(r.x, v[0], v[1]);
+    lo_hi(r.y, v[2], v[3]);
+    lo_hi(r.z, v[4], v[5]);
+    lo_hi(r.w, v[6], v[7]);
+  }
+  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
+    return make_uint4(two(v[0], v[1]), two(v[2], v[3]), two(v[4], v[5]), two(v[6], v[7]));
+  }
+};
+
+// 16 bytes at p (16-byte aligned) to / from L accumulator values. `ld16cs` / `st16cs`
+// stream (evict-first): for data touched once.
+template <typename T, typename A, int L>
+__device__ __forceinline__ void ld16(const T* p, A (&v)[L]) {
+  static_assert(L == Pack<T>::L, "16-byte vectors only");
+  const uint4 r = *reinterpret_cast<const uint4*>(p);  // one 16-byte load, then unpack
+  Pack<T>::unpack(r, v);
+}
+template <typename T, typename A, int L>
+__device__ __forceinline__ void ld16cs(const T* p, A (&v)[L]) {
+  static_assert(L == Pack<T>::L, "16-byte vectors only");
+  Pack<T>::unpack(__ldcs(reinterpret_cast<const uint4*>(p)), v);
+}
+template <typename T, typename A, int L>
+__device__ __forceinline__ void st16(T* p, const A (&v)[L]) {
+  static_assert(L == Pack<T>::L, "16-byte vectors only");
+  *reinterpret_cast<uint4*>(p) = Pack<T>::pack(v);
+}
+template <typename T, typename A, int L>
+__device__ __forceinline__ void st16cs(T* p, const A (&v)[L]) {
+  static_assert(L == Pack<T>::L, "16-byte vectors only");
+  __stcs(reinterpret_cast<uint4*>(p), Pack<T>::pack(v));
+}
+
 // Lanes per 16-byte vector, or 1 when K values per thread cannot be split into vectors.
 template <typename T, int K>
 struct RegLanes {
@@ -96,9 +201,10 @@ __device__ __forceinline__ void load_regs(const T* row, i64 n, i64 stride, bool 
     const i64 e0 = ((i64)c * G + t) * L;
     if constexpr (L > 1) {
       if (vec && e0 + L <= n) {
-        const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(row + e0);
+        A w[L];
+        ld16cs<T, A, L>(row + e0, w);
 #pragma unroll
-        for (int l = 0; l < L; ++l) v[c * L + l] = to_acc(w.v[l]);
+        for (int l = 0; l < L; ++l) v[c * L + l] = w[l];
         continue;
       }
     }
@@ -119,10 +225,10 @@ __device__ __forceinline__ void store_regs(T* row, i64 n, i64 stride, bool vec, 
     const i64 e0 = ((i64)c * G + t) * L;
     if constexpr (L > 1) {
       if (vec && e0 + L <= n) {
-        Vec16<T> w;
+        A w[L];
 #pragma unroll
-        for (int l = 0; l < L; ++l) w.v[l] = from_acc<T>(v[c * L + l]);
-        *reinterpret_cast<Vec16<T>*>(row + e0) = w;
+        for (int l = 0; l < L; ++l) w[l] = v[c * L + l];
+        st16cs<T, A, L>(row + e0, w);
         continue;
       }
     }
@@ -212,12 +318,9 @@ __device__ __forceinline__ void for_chunks(const T* row, i64 n, i64 stride, F&& 
     A v[L];
     bool ok[L];
     if (L > 1 && (c + 1) * L <= n) {
-      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(row + c * L);
+      if constexpr (L > 1) ld16<T, A, L>(row + c * L, v);
 #pragma unroll
-      for (int l = 0; l < L; ++l) {
-        v[l] = to_acc(w.v[l]);
-        ok[l] = true;
-      }
+      for (int l = 0; l < L; ++l) ok[l] = true;
     } else {
 #pragma unroll
       for (int l = 0; l < L; ++l) {
@@ -274,14 +377,15 @@ __device__ __forceinline__ void stream_write(const T* xr, T* yr, i64 n, i64 sx, 
   for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
     A v[L];
     if (L > 1 && (c + 1) * L <= n) {
-      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(xr + c * L);
-      Vec16<T> o;
+      if constexpr (L > 1) {
+        ld16<T, A, L>(xr + c * L, v);
 #pragma unroll
-      for (int l = 0; l < L; ++l) {
-        const A z = to_acc(w.v[l]) - m;
-        o.v[l] = from_acc<T>(nan_row ? quiet_nan<A>() : (z > tau ? z - tau : A(0)));
+        for (int l = 0; l < L; ++l) {
+          const A z = v[l] - m;
+          v[l] = nan_row ? quiet_nan<A>() : (z > tau ? z - tau : A(0));
+        }
+        st16cs<T, A, L>(yr + c * L, v);
       }
-      *reinterpret_cast<Vec16<T>*>(yr + c * L) = o;
     } else {
 #pragma unroll
       for (int l = 0; l < L; ++l) {
@@ -387,9 +491,10 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
       if constexpr (L > 1) {
         if (vec && e0 + L <= n) {
           if (any) {
-            const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(dyr + e0);
+            A w[L];
+            ld16cs<T, A, L>(dyr + e0, w);
 #pragma unroll
-            for (int l = 0; l < L; ++l) g[c * L + l] = to_acc(w.v[l]);
+            for (int l = 0; l < L; ++l) g[c * L + l] = w[l];
           } else {
 #pragma unroll
             for (int l = 0; l < L; ++l) g[c * L + l] = A(0);
@@ -428,17 +533,21 @@ __device__ __forceinline__ void bwd_row_sum(const T* dyr, const T* yr, i64 n, i6
 #pragma unroll 4
   for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
     if (L > 1 && (c + 1) * L <= n) {
-      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(yr + c * L);
-      bool any = false;
+      if constexpr (L > 1) {
+        A w[L];
+        ld16<T, A, L>(yr + c * L, w);
+        bool any = false;
 #pragma unroll
-      for (int l = 0; l < L; ++l) any |= to_acc(w.v[l]) > A(0);
-      if (any) {
-        const Vec16<T> g = *reinterpret_cast<const Vec16<T>*>(dyr + c * L);
+        for (int l = 0; l < L; ++l) any |= w[l] > A(0);
+        if (any) {
+          A g[L];
+          ld16<T, A, L>(dyr + c * L, g);
 #pragma unroll
-        for (int l = 0; l < L; ++l) {
-          if (to_acc(w.v[l]) > A(0)) {
-            s += to_acc(g.v[l]);
-            ++cnt;
+          for (int l = 0; l < L; ++l) {
+            if (w[l] > A(0)) {
+              s += g[l];
+              ++cnt;
+            }
           }
         }
       }
@@ -462,21 +571,23 @@ __device__ __forceinline__ void bwd_row_write(const T* dyr, const T* yr, T* dxr,
 #pragma unroll 4
   for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
     if (L > 1 && (c + 1) * L <= n) {
-      const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(yr + c * L);
-      bool any = false;
+      if constexpr (L > 1) {
+        A w[L], o[L];
+        ld16<T, A, L>(yr + c * L, w);
+        bool any = false;
 #pragma unroll
-      for (int l = 0; l < L; ++l) any |= to_acc(w.v[l]) > A(0);
-      Vec16<T> o;
-      if (any) {
-        const Vec16<T> g = *reinterpret_cast<const Vec16<T>*>(dyr + c * L);
+        for (int l = 0; l < L; ++l) any |= w[l] > A(0);
+        if (any) {
+          A g[L];
+          ld16<T, A, L>(dyr + c * L, g);
 #pragma unroll
-        for (int l = 0; l < L; ++l)
-          o.v[l] = from_acc<T>(to_acc(w.v[l]) > A(0) ? to_acc(g.v[l]) - mean : A(0));
-      } else {
+          for (int l = 0; l < L; ++l) o[l] = w[l] > A(0) ? g[l] - mean : A(0);
+        } else {
 #pragma unroll
-        for (int l = 0; l < L; ++l) o.v[l] = from_acc<T>(A(0));
+          for (int l = 0; l < L; ++l) o[l] = A(0);
+        }
+        st16cs<T, A, L>(dxr + c * L, o);
       }
-      *reinterpret_cast<Vec16<T>*>(dxr + c * L) = o;
     } else {
 #pragma unroll
       for (int l = 0; l < L; ++l) {
