@@ -17,7 +17,14 @@ from baracuda.softmax import (
     SparsemaxPlan,
     reference,
 )
-from baracuda.softmax._rows import VARIANTS, RowSplit, row_split, variant_for
+from baracuda.softmax._rows import (
+    VARIANTS,
+    FwdSplit,
+    RowSplit,
+    fwd_split,
+    row_split,
+    variant_for,
+)
 from baracuda.softmax.api import sparsemax, sparsemax_backward
 from baracuda.softmax.cases import make_rows
 from baracuda.types import ElementKind
@@ -178,6 +185,22 @@ def test_row_split_for_few_long_rows() -> None:
     sp = RowSplit(64, 8)
     assert sp.workspace_size(ElementKind.BF16) == 64 * 8 * 4 + 64 * 8 * 8
     assert sp.count_offset(ElementKind.F64) % 16 == 0
+
+
+def test_forward_split_for_few_long_rows() -> None:
+    assert fwd_split((64, 131072), 1, 132) == FwdSplit(64, 16)
+    assert fwd_split((131072, 64), 0, 132) == FwdSplit(64, 16)
+    assert fwd_split((3, 8193), -1, 132) == FwdSplit(3, 2)
+    assert fwd_split((1024, 32768), 1, 132) is None  # enough rows to fill the GPU
+    assert fwd_split((8, 8192), 1, 132) is None  # register variant
+    assert fwd_split((70000, 1, 9000), 0, 132) is None  # enough rows
+    assert fwd_split((0, 40000), 1, 132) is None
+    assert fwd_split((3, 0), 1, 132) is None
+    sp = FwdSplit(64, 5)
+    cnt, cand, row, end = sp.offsets(ElementKind.F32)
+    assert (cnt, cand, row) == (1280, 2560, 2560 + 320 * 512 * 4)
+    assert end == sp.workspace_size(ElementKind.F32) == row + 64 * 2 * 4
+    assert all(o % 16 == 0 for o in FwdSplit(3, 7).offsets(ElementKind.F64)[:3])
 
 
 # --- functional API on CPU arrays ----------------------------------------------------------

@@ -90,6 +90,11 @@ def _stream() -> Stream:
     return Stream.wrap(torch.cuda.current_stream())
 
 
+def _ws(plan: SparsemaxPlan, s: Stream) -> Workspace:
+    """The forward's workspace (0 bytes unless its rows are split)."""
+    return Workspace.allocate(plan.workspace_size(), s)
+
+
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -99,7 +104,7 @@ def test_forward(element: ElementKind, n: int, layout: str) -> None:
     s = _stream()
     plan = SparsemaxPlan.select(s, SparsemaxDescriptor(tuple(x.shape), axis, element))
     y = poisoned(tuple(x.shape), element)
-    plan.run(s, Workspace.none(), SparsemaxArgs(x, y))
+    plan.run(s, _ws(plan, s), SparsemaxArgs(x, y))
     x64 = x.to("cpu", torch.float64).numpy()
     want = reference.sparsemax(x64, axis)
     _check(y, want, element, f"sparsemax {layout} n={n} ({plan.last_variant})")
@@ -129,7 +134,7 @@ def test_forward_special_rows(element: ElementKind, n: int) -> None:
     y = poisoned(tuple(x.shape), element)
     s = _stream()
     plan = SparsemaxPlan.select(s, SparsemaxDescriptor(tuple(x.shape), 1, element))
-    plan.run(s, Workspace.none(), SparsemaxArgs(x, y))
+    plan.run(s, _ws(plan, s), SparsemaxArgs(x, y))
     want = reference.sparsemax(x.to("cpu", torch.float64).numpy(), 1)
     _check(y, want, element, f"special rows n={n} ({plan.last_variant})")
     yc = y.to("cpu", torch.float64).numpy()
@@ -193,7 +198,7 @@ def test_functional_and_in_place(element: ElementKind) -> None:
     xc = x.clone()
     s = _stream()
     plan = SparsemaxPlan.select(s, SparsemaxDescriptor(tuple(x.shape), -2, element))
-    plan.run(s, Workspace.none(), SparsemaxArgs(xc, xc))
+    plan.run(s, _ws(plan, s), SparsemaxArgs(xc, xc))
     _check(xc, want, element, "in place")
     dy = torch.randn_like(x)
     dx = sparsemax_backward(dy, y, axis=-2)
@@ -245,9 +250,15 @@ def test_deterministic_and_sku() -> None:
     assert torch.equal(a, b)
     s = _stream()
     plan = SparsemaxPlan.select(s, SparsemaxDescriptor((64, 40000), -1, ElementKind.F32))
-    assert plan.sku().variant == "stream"
+    assert plan.sku().variant == "split5"  # few long rows: 5 pieces of 8192 per row
     assert plan.precision_guarantee().deterministic
-    assert plan.workspace_size() == 0
+    # per piece: max, count, 512 listed values; per row (m, tau)
+    assert plan.workspace_size() == 320 * 4 + 320 * 4 + 320 * 512 * 4 + 64 * 2 * 4
+    with pytest.raises(WorkspaceTooSmall, match="SparsemaxPlan: workspace has 0 bytes"):
+        plan.run(s, Workspace.none(), SparsemaxArgs(x, torch.empty_like(x)))
+    many = SparsemaxPlan.select(s, SparsemaxDescriptor((4096, 40000), -1, ElementKind.F32))
+    assert many.sku().variant == "stream"
+    assert many.workspace_size() == 0
     bdesc = SparsemaxBackwardDescriptor((64, 40000), -1, ElementKind.F32)
     bplan = SparsemaxBackwardPlan.select(s, bdesc)
     assert bplan.sku().variant == "split3"

@@ -30,6 +30,8 @@ __all__ = [
     "check_in_place",
     "RowSplit",
     "row_split",
+    "FwdSplit",
+    "fwd_split",
 ]
 
 
@@ -68,6 +70,7 @@ SPARSEMAX_SOURCE = register_source(
             *(f"sparsemax_{d}_{v.name}" for d in ("fwd", "bwd") for v in VARIANTS),
             "sparsemax_bwd_split_sum",
             "sparsemax_bwd_split_write",
+            *(f"sparsemax_fwd_split_{k}" for k in ("scan", "tau", "write")),
         ),
     )
 )
@@ -91,6 +94,42 @@ class RowSplit:
     def count_offset(self, element: ElementKind) -> int:
         acc = 8 if element is ElementKind.F64 else 4
         return _round16(self.rows * self.pieces * acc)
+
+
+FWD_SPLIT_PIECE = 8192  # elements per block of a split forward row (16 per thread, 512 threads)
+FWD_SPLIT_CAND = 512  # values listed per piece (sparsemax.cu kSplitCand)
+
+
+@dataclass(frozen=True, slots=True)
+class FwdSplit:
+    """Few long rows, forward: each row cut into ``pieces`` of 8192 elements. Workspace:
+    per piece a max (acc), a count (int32) and 512 listed values (acc); per row (m, tau)."""
+
+    rows: int
+    pieces: int
+
+    def offsets(self, element: ElementKind) -> tuple[int, int, int, int]:
+        """Byte offsets of the maxima, counts, listed values and per-row (m, tau); the end."""
+        acc = 8 if element is ElementKind.F64 else 4
+        rp = self.rows * self.pieces
+        cnt = _round16(rp * acc)
+        cand = cnt + _round16(rp * 4)
+        row = cand + _round16(rp * FWD_SPLIT_CAND * acc)
+        return cnt, cand, row, row + self.rows * 2 * acc
+
+    def workspace_size(self, element: ElementKind) -> int:
+        return self.offsets(element)[3]
+
+
+def fwd_split(shape: Sequence[int], axis: int, sm_count: int) -> FwdSplit | None:
+    """The split for the forward when the rows need the streaming kernel (> 8192 long) but
+    are too few to fill the GPU (fewer than two per SM), else None."""
+    n = shape[axis]
+    rows = numel(shape) // n if n else 0
+    if rows == 0 or variant_for(n).per_thread or rows >= 2 * sm_count or rows > 65535:
+        return None
+    pieces = -(-n // FWD_SPLIT_PIECE)
+    return FwdSplit(rows, pieces) if pieces >= 2 else None
 
 
 def _round16(x: int) -> int:
@@ -156,7 +195,7 @@ def launch_rows(
     stream: Stream,
     views: Sequence[TensorView],
     axis: int,
-    split: RowSplit | None = None,
+    split: RowSplit | FwdSplit | None = None,
     workspace_ptr: int = 0,
 ) -> str:
     """Enqueue ``sparsemax_<direction>_<variant>`` over the rows of ``views`` along ``axis``.
@@ -179,6 +218,16 @@ def launch_rows(
     args += [strides_arg(s) for s in ostrides]
     args += [ctypes.c_int64(s) for s in axis_strides]
     args.append(ctypes.c_int32(1 if vec else 0))
+    if isinstance(split, FwdSplit):
+        cnt, cand, row, _ = split.offsets(module.element)
+        fws: list[object] = [ctypes.c_uint64(workspace_ptr + o) for o in (0, cnt, cand, row)]
+        fws.append(ctypes.c_int64(split.pieces))
+        sgrid = (min(split.pieces, MAX_GRID_X), min(rows, MAX_GRID_YZ), 1)
+        tgrid = (min(rows, MAX_GRID_X), 1, 1)
+        for part, g in (("scan", sgrid), ("tau", tgrid), ("write", sgrid)):
+            op = f"sparsemax_{direction}_split_{part}"
+            launch(module.function(op), g, SPLIT_BLOCK, 0, stream, [*args, *fws], op)
+        return f"split{split.pieces}{'/vec16' if vec else ''}"
     if split is not None:
         element = module.element
         ws = [ctypes.c_uint64(workspace_ptr),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from baracuda._cuda.memory import Workspace
 from baracuda._functional import (
     cached_plan,
     element_of,
@@ -65,7 +64,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     s = resolve_stream(stream, x)
     out = empty_like(x, stream=s)
     plan = cached_plan(SparsemaxPlan, s, SparsemaxDescriptor(tuple(x.shape), ax, element_of(x)))
-    plan.run(s, Workspace.none(), SparsemaxArgs(x, out))
+    plan.run(s, workspace_for(plan, s), SparsemaxArgs(x, out))
     return finish(out)
 
 

@@ -129,7 +129,7 @@ def _forward_setup(shape: tuple[int, ...], element: ElementKind) -> BenchSetup:
     s = bc.Stream.wrap(torch.cuda.current_stream())
     plan = SparsemaxPlan.select(s, SparsemaxDescriptor(shape, -1, element))
     args = SparsemaxArgs(x, y)
-    ws = bc.Workspace.none()
+    ws = bc.Workspace.allocate(plan.workspace_size(), s)
     plan.run(s, ws, args)  # records the variant
 
     def softmax() -> None:

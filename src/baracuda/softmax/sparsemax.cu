@@ -192,7 +192,7 @@ struct RegLanes {
 
 // Loads this thread's K values of a row: chunk c holds elements (c * G + t) * L + l.
 // Elements past the row end read as `pad`.
-template <typename T, typename A, int K, int G>
+template <typename T, typename A, int K, int G, bool kOnce = true>
 __device__ __forceinline__ void load_regs(const T* row, i64 n, i64 stride, bool vec, int t,
                                           A pad, A (&v)[K]) {
   constexpr int L = RegLanes<T, K>::value;
@@ -202,7 +202,10 @@ __device__ __forceinline__ void load_regs(const T* row, i64 n, i64 stride, bool 
     if constexpr (L > 1) {
       if (vec && e0 + L <= n) {
         A w[L];
-        ld16cs<T, A, L>(row + e0, w);
+        if constexpr (kOnce)
+          ld16cs<T, A, L>(row + e0, w);  // touched once: evict first
+        else
+          ld16<T, A, L>(row + e0, w);  // read again later: keep in L2
 #pragma unroll
         for (int l = 0; l < L; ++l) v[c * L + l] = w[l];
         continue;
@@ -400,14 +403,9 @@ __device__ __forceinline__ void stream_write(const T* xr, T* yr, i64 n, i64 sx, 
   }
 }
 
+// tau of a row with finite max m, by Michelot steps over the row (block-wide).
 template <int L, typename T, typename A>
-__device__ __forceinline__ void fwd_stream_row(const T* xr, T* yr, i64 n, i64 sx, i64 sy,
-                                               A* cand) {
-  const A m = stream_max<L, T, A>(xr, n, sx);
-  if (!finite(m)) {
-    stream_write<L, T, A>(xr, yr, n, sx, sy, m, A(0), true);
-    return;
-  }
+__device__ __forceinline__ A stream_tau(const T* xr, i64 n, i64 sx, A m, A* cand) {
   A tau = A(-1);
   i64 prev = n + 1;
   bool listed = false;  // this block's candidates z > tau are all in the per-warp lists
@@ -439,6 +437,18 @@ __device__ __forceinline__ void fwd_stream_row(const T* xr, T* yr, i64 n, i64 sx
     prev = c;
     tau = (s - A(1)) / (A)c;
   }
+  return tau;
+}
+
+template <int L, typename T, typename A>
+__device__ __forceinline__ void fwd_stream_row(const T* xr, T* yr, i64 n, i64 sx, i64 sy,
+                                               A* cand) {
+  const A m = stream_max<L, T, A>(xr, n, sx);
+  if (!finite(m)) {
+    stream_write<L, T, A>(xr, yr, n, sx, sy, m, A(0), true);
+    return;
+  }
+  const A tau = stream_tau<L, T, A>(xr, n, sx, m, cand);
   stream_write<L, T, A>(xr, yr, n, sx, sy, m, tau, false);
 }
 
@@ -457,6 +467,161 @@ __device__ __forceinline__ void fwd_stream(const T* x, T* y, i64 rows, i64 n, co
       fwd_stream_row<Vec16<T>::kLanes, T, A>(xr, yr, n, sx, sy, cand);
     else
       fwd_stream_row<1, T, A>(xr, yr, n, sx, sy, cand);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// forward, split rows (few long rows): three kernels over a workspace
+//   scan:  block (piece, row) holds kSplitPiece elements in registers: the piece max m_p and
+//          the piece's values x with x - m_p > -1 (at most kSplitCand, in thread order; the
+//          count is stored even when larger). As m_p <= m (the row max) and rounding is
+//          monotone, they include every x of the piece with x - m > -1 = tau0: every value
+//          a Michelot step from tau0 can count.
+//   tau:   one block per row: m = max of the m_p; tau by Michelot steps over the listed
+//          values (z = x - m > tau, in piece order); if any piece overflowed its list, over
+//          the whole row instead (as the streaming kernel). Stores (m, tau) per row.
+//   write: block (piece, row): y = max(x - m - tau, 0) (NaN rows when m is not finite).
+// ------------------------------------------------------------------------------------------
+constexpr int kSplitK = 16;
+constexpr int kSplitBlock = 512;
+constexpr i64 kSplitPiece = (i64)kSplitK * kSplitBlock;  // 8192: a multiple of every vector
+constexpr int kSplitCand = 512;
+
+template <typename T, typename A>
+__device__ __forceinline__ void fwd_split_scan(const T* x, i64 rows, i64 n, const Shape& outer,
+                                               const Strides& sxo, i64 sx, bool vec, A* ws_max,
+                                               int* ws_cnt, A* ws_cand, i64 pieces) {
+  __shared__ int wsum[kSplitBlock / 32];
+  const int t = threadIdx.x;
+  const int w = t >> 5;
+  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    Coord cd;
+    unravel(r, outer, cd);
+    const T* xr = x + dot(cd, sxo, outer.rank);
+    for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
+      const i64 b = p * kSplitPiece;
+      const i64 len = min(kSplitPiece, n - b);
+      A v[kSplitK];
+      load_regs<T, A, kSplitK, kSplitBlock, false>(xr + b * sx, len, sx, vec, t, -inf<A>(), v);
+      A mp = v[0];
+#pragma unroll
+      for (int k = 1; k < kSplitK; ++k) mp = nan_max(mp, v[k]);
+      mp = group_max<kSplitBlock>(mp);
+      // NaN or infinite mp: no value passes (x - mp is NaN or -inf), the tau kernel sees mp.
+      int c = 0;
+#pragma unroll
+      for (int k = 0; k < kSplitK; ++k) c += (v[k] - mp > A(-1)) ? 1 : 0;
+      int incl = c;  // inclusive scan over the warp, then over the warps in order
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int u = __shfl_up_sync(0xffffffffu, incl, o);
+        if ((int)lane_id() >= o) incl += u;
+      }
+      __syncthreads();  // wsum of the previous piece has been read
+      if (lane_id() == 31) wsum[w] = incl;
+      __syncthreads();
+      int base = 0, total = 0;
+#pragma unroll
+      for (int j = 0; j < kSplitBlock / 32; ++j) {
+        base += j < w ? wsum[j] : 0;
+        total += wsum[j];
+      }
+      int off = base + incl - c;
+      A* cand = ws_cand + (r * pieces + p) * kSplitCand;
+#pragma unroll
+      for (int k = 0; k < kSplitK; ++k) {
+        if (v[k] - mp > A(-1)) {
+          if (off < kSplitCand) cand[off] = v[k];
+          ++off;
+        }
+      }
+      if (t == 0) {
+        ws_max[r * pieces + p] = mp;
+        ws_cnt[r * pieces + p] = total;
+      }
+    }
+  }
+}
+
+template <typename T, typename A>
+__device__ __forceinline__ void fwd_split_tau(const T* x, i64 rows, i64 n, const Shape& outer,
+                                              const Strides& sxo, i64 sx, bool vec,
+                                              const A* ws_max, const int* ws_cnt,
+                                              const A* ws_cand, A* ws_row, i64 pieces) {
+  __shared__ A cand_all[kStreamWarps * kCandPerWarp];
+  A* cand = cand_all + (threadIdx.x >> 5) * kCandPerWarp;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    A m = -inf<A>();
+    int over = 0;
+    for (i64 p = threadIdx.x; p < pieces; p += blockDim.x) {
+      m = nan_max(m, ws_max[r * pieces + p]);
+      over |= ws_cnt[r * pieces + p] > kSplitCand ? 1 : 0;
+    }
+    m = group_max<kStreamBlock>(m);
+    over = __syncthreads_or(over);
+    A tau = A(0);
+    if (finite(m)) {
+      if (over) {
+        Coord cd;
+        unravel(r, outer, cd);
+        const T* xr = x + dot(cd, sxo, outer.rank);
+        if (vec)
+          tau = stream_tau<Vec16<T>::kLanes, T, A>(xr, n, sx, m, cand);
+        else
+          tau = stream_tau<1, T, A>(xr, n, sx, m, cand);
+      } else {
+        tau = A(-1);
+        i64 prev = n + 1;
+        while (true) {
+          A s = 0;
+          i64 c = 0;
+          for (i64 p = 0; p < pieces; ++p) {
+            const int cnt = ws_cnt[r * pieces + p];
+            const A* cp = ws_cand + (r * pieces + p) * kSplitCand;
+            for (int j = threadIdx.x; j < cnt; j += blockDim.x) {
+              const A z = cp[j] - m;
+              if (z > tau) {
+                s += z;
+                ++c;
+              }
+            }
+          }
+          group_sum2<kStreamBlock>(s, c);
+          if (c >= prev) break;  // c >= 1: the row max is listed (z = 0 > -1)
+          prev = c;
+          tau = (s - A(1)) / (A)c;
+        }
+      }
+    }
+    if (threadIdx.x == 0) {
+      ws_row[2 * r] = m;
+      ws_row[2 * r + 1] = tau;
+    }
+  }
+}
+
+template <typename T, typename A>
+__device__ __forceinline__ void fwd_split_write(const T* x, T* y, i64 rows, i64 n,
+                                                const Shape& outer, const Strides& sxo,
+                                                const Strides& syo, i64 sx, i64 sy, bool vec,
+                                                const A* ws_row, i64 pieces) {
+  constexpr int LV = Vec16<T>::kLanes;
+  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    Coord cd;
+    unravel(r, outer, cd);
+    const A m = ws_row[2 * r];
+    const A tau = ws_row[2 * r + 1];
+    const bool nan_row = !finite(m);
+    for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
+      const i64 b = p * kSplitPiece;
+      const i64 len = min(kSplitPiece, n - b);
+      const T* xr = x + dot(cd, sxo, outer.rank) + b * sx;
+      T* yr = y + dot(cd, syo, outer.rank) + b * sy;
+      if (vec)
+        stream_write<LV, T, A>(xr, yr, len, sx, sy, m, tau, nan_row);
+      else
+        stream_write<1, T, A>(xr, yr, len, sx, sy, m, tau, nan_row);
+    }
   }
 }
 
@@ -723,6 +888,22 @@ SMX_KERNEL(sparsemax_fwd_16x512, 512, 2)(SMX_FWD_ARGS) {
 }
 BC_KERNEL(sparsemax_fwd_stream, 512)(SMX_FWD_ARGS) {
   bc::smx::fwd_stream<BC_T, BC_ACC>(SMX_FWD_PASS);
+}
+// Forward split workspace: pieces * rows maxima (acc), pieces * rows counts (int),
+// pieces * rows * 512 listed values (acc), rows * (m, tau) (acc); each part 16-byte aligned.
+BC_KERNEL(sparsemax_fwd_split_scan, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_cnt,
+                                         BC_ACC* ws_cand, BC_ACC* ws_row, bc::i64 pieces) {
+  bc::smx::fwd_split_scan<BC_T, BC_ACC>(x, rows, n, outer, sxo, sx, vec != 0, ws_max, ws_cnt,
+                                        ws_cand, pieces);
+}
+BC_KERNEL(sparsemax_fwd_split_tau, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_cnt,
+                                        BC_ACC* ws_cand, BC_ACC* ws_row, bc::i64 pieces) {
+  bc::smx::fwd_split_tau<BC_T, BC_ACC>(x, rows, n, outer, sxo, sx, vec != 0, ws_max, ws_cnt,
+                                       ws_cand, ws_row, pieces);
+}
+BC_KERNEL(sparsemax_fwd_split_write, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_cnt,
+                                          BC_ACC* ws_cand, BC_ACC* ws_row, bc::i64 pieces) {
+  bc::smx::fwd_split_write<BC_T, BC_ACC>(SMX_FWD_PASS, ws_row, pieces);
 }
 BC_KERNEL(sparsemax_bwd_4x32, 256)(SMX_BWD_ARGS) {
   bc::smx::bwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_BWD_PASS);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from baracuda._cuda.device import device_info
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
 from baracuda._cuda.stream import Stream
@@ -12,6 +13,7 @@ from baracuda._plan import Plan, check_element, check_shape, normalize_axis
 from baracuda.softmax._rows import (
     SPARSEMAX_SOURCE,
     check_in_place,
+    fwd_split,
     launch_rows,
     sparsemax_precision,
     variant_for,
@@ -64,14 +66,19 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
     when the support stops changing (at most n + 1 steps; a handful in practice). Rows of
     <= 8192 elements stay in registers (a warp per row up to 1024, a 512-thread block up to
     8192); longer rows take one block each, re-read from global memory (L2), with the
-    candidates ``z > -1`` compacted into shared memory once they fit (4096 of them).
+    candidates ``z > -1`` compacted into shared memory once they fit (4096 of them). When
+    such rows are too few to fill the GPU (fewer than 2 per SM), each is cut into pieces of
+    8192 elements, one block each, in three kernels: per piece the max and the values within
+    1 of it (to the workspace), per row ``tau`` from those lists (from the whole row if a
+    piece listed more than 512), then the write.
 
     Dtypes: f32, f16, bf16, f64 in and out; f32 math for the half types, f64 for f64.
     Shapes: rank 1-8, any axis, any strides (16-byte vectors when the axis is contiguous and
     every row starts 16-byte aligned); rows of length 1 to 2^48; empty tensors launch nothing.
     Precision: ``tau`` and the support equal the sort-based reference's up to rounding of
     the f32 (f64) sums; one rounding per output. Deterministic (no atomics; fixed reduction
-    order). Workspace: none.
+    order). Workspace: ``workspace_size()`` bytes, 0 unless rows are split (then about
+    2 KiB (4 KiB for f64) per piece of 8192 elements); 16-byte alignment suffices.
 
     Raises
     ------
@@ -88,6 +95,7 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
         self._module = module
         self.axis = axis
         self.last_variant = ""
+        self._split = fwd_split(desc.input_shape, axis, device_info(device_id).sm_count)
 
     @classmethod
     def select(cls, stream: object, desc: SparsemaxDescriptor,
@@ -100,9 +108,15 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
 
     def sku(self) -> KernelSku:
         n = self.desc.input_shape[self.axis]
+        variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
         return KernelSku(OpCategory.SOFTMAX, "sparsemax", self.desc.element, self._module.arch,
-                         BackendKind.NVRTC, variant_for(n).name,
+                         BackendKind.NVRTC, variant,
                          sparsemax_precision(self.desc.element))  # fmt: skip
+
+    def workspace_size(self) -> int:
+        """Bytes of workspace: 0, or for few long rows (fewer than 2 per SM, > 8192 long)
+        the per-piece maxima, counts and lists and the per-row (max, tau)."""
+        return self._split.workspace_size(self.desc.element) if self._split else 0
 
     def _bind(self, args: SparsemaxArgs, stream: Stream) -> tuple[TensorView, ...]:
         shape, el = self.desc.input_shape, self.desc.element
@@ -113,5 +127,6 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
 
     def _launch(self, stream: Stream, workspace: Workspace,
                 views: tuple[TensorView, ...]) -> None:  # fmt: skip
-        self.last_variant = launch_rows(self._module, "fwd", stream, views, self.axis)
+        self.last_variant = launch_rows(self._module, "fwd", stream, views, self.axis,
+                                        self._split, workspace.ptr)  # fmt: skip
 
