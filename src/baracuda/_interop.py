@@ -57,8 +57,8 @@ def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:
             return None  # DLPack orders torch's pending work before our stream
     return TensorView(
         ptr=obj.data_ptr(),
-        shape=tuple(obj.shape),
-        strides=tuple(obj.stride()),
+        shape=obj.shape,  # torch.Size is a tuple
+        strides=obj.stride(),
         dtype=dtype,
         device_type=DL_CUDA,
         device_id=dev,

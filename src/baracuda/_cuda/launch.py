@@ -7,13 +7,16 @@
 from __future__ import annotations
 
 import ctypes
+import functools
+import struct
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from baracuda._cuda.driver import check, driver
 from baracuda._cuda.stream import Stream
 
-__all__ = ["launch", "MAX_GRID_X", "MAX_GRID_YZ"]
+__all__ = ["launch", "launch_packed", "MAX_GRID_X", "MAX_GRID_YZ"]
 
 MAX_GRID_X = 2**31 - 1
 MAX_GRID_YZ = 65535
@@ -46,3 +49,53 @@ def launch(
         ),
         f"cuLaunchKernel({name})",
     )
+
+
+class _ArgBuffer(threading.local):
+    """Per-thread scratch for ``launch_packed``: the driver copies the arguments during
+    ``cuLaunchKernel``, so one buffer per thread is reused by every launch."""
+
+    def __init__(self) -> None:
+        self.buf = ctypes.create_string_buffer(1024)
+        self.base = ctypes.addressof(self.buf)
+        self.pointers: dict[str, Any] = {}
+
+
+_args = _ArgBuffer()
+
+
+@functools.lru_cache(maxsize=64)
+def _offsets(fmt: str) -> tuple[int, ...]:
+    """Byte offset of each field of a native-aligned ``struct`` format (C's layout)."""
+    return tuple(
+        struct.calcsize("@" + fmt[: i + 1]) - struct.calcsize("@" + c) for i, c in enumerate(fmt)
+    )
+
+
+def launch_packed(
+    function: Any,
+    grid: tuple[int, int, int],
+    block: int,
+    shared_bytes: int,
+    stream: Stream,
+    fmt: str,
+    values: Sequence[int | float],
+    name: str = "kernel",
+) -> None:
+    """``launch`` for scalar-only argument lists, the per-call fast path: ``values`` are
+    packed by ``struct`` format ``fmt`` ("Q" pointer, "q" int64, "f" float, "d" double...)
+    into a reused per-thread buffer instead of one ctypes object per argument."""
+    st = _args
+    struct.pack_into("@" + fmt, st.buf, 0, *values)
+    ptrs = st.pointers.get(fmt)
+    if ptrs is None:
+        offs = _offsets(fmt)
+        ptrs = (ctypes.c_void_p * len(offs))(*[st.base + o for o in offs])
+        st.pointers[fmt] = ptrs
+    check(
+        driver().cuLaunchKernel(
+            function, grid[0], grid[1], grid[2], block, 1, 1, shared_bytes, stream.cu,
+            ctypes.addressof(ptrs), 0,
+        ),
+        f"cuLaunchKernel({name})",
+    )  # fmt: skip

@@ -5,16 +5,15 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from baracuda._cuda.abi import shape_arg, strides_arg
-from baracuda._cuda.launch import launch
+from baracuda._cuda.launch import launch, launch_packed
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import coalesce
 
-__all__ = ["launch_elementwise", "BLOCK", "VEC_UNROLL"]
+__all__ = ["ElementwiseLauncher", "BLOCK", "VEC_UNROLL"]
 
 BLOCK = 256
 VEC_UNROLL = 4  # vectors per thread per iteration (kUnroll in the .cu files)
@@ -23,34 +22,44 @@ VEC_UNROLL = 4  # vectors per thread per iteration (kUnroll in the .cu files)
 WAVES = 1 << 20
 
 
-def launch_elementwise(
-    module: LoadedModule,
-    op: str,
-    stream: Stream,
-    views: Sequence[TensorView],
-    scalar: Any,
-) -> str:
-    """Run ``<op>_vec`` when every view is contiguous and 16-byte aligned, else ``<op>_strided``.
+class ElementwiseLauncher:
+    """Runs an elementwise kernel pair (``<op>_vec`` / ``<op>_strided``) over same-shape views.
 
-    Kernel arguments: the pointers in order, ``scalar``, the element count and, for the
-    strided kernel, the coalesced shape and one stride set per view. Returns the variant run.
+    ``<op>_vec`` runs when every view is contiguous and 16-byte aligned, else
+    ``<op>_strided``. Kernel arguments: the pointers in order, the scalar (a C ``float`` or
+    ``double``, by ``scalar_fmt`` "f" or "d"), the element count and, for the strided kernel,
+    the coalesced shape and one stride set per view. Everything that does not depend on the
+    tensors is fixed here, once per plan.
     """
-    n = math.prod(views[0].shape)
-    if n == 0:
-        return "empty"
-    cap = min(module.sm_count * WAVES, 2**31 - 1)
-    ptrs = [ctypes.c_uint64(v.ptr) for v in views]
-    count = ctypes.c_int64(n)
-    if all(not v.ptr & 15 and v.is_contiguous() for v in views):
-        lanes = 16 // views[0].itemsize
-        per_block = BLOCK * VEC_UNROLL
-        grid = max(1, min(-(-(n // lanes) // per_block), cap))
-        launch(module.function(f"{op}_vec"), (grid, 1, 1), BLOCK, 0, stream,
-               [*ptrs, scalar, count], f"{op}_vec")  # fmt: skip
-        return "vec16"
-    shape, strides = coalesce(views[0].shape, [v.strides for v in views])
-    grid = max(1, min(-(-n // BLOCK), cap))
-    args = [*ptrs, scalar, count, shape_arg(shape), *(strides_arg(s) for s in strides)]
-    launch(module.function(f"{op}_strided"), (grid, 1, 1), BLOCK, 0, stream, args,
-           f"{op}_strided")  # fmt: skip
-    return "strided"
+
+    __slots__ = ("_cap", "_fmt", "_module", "_op", "_scalar_fmt", "_vec", "_vec_name")
+
+    def __init__(self, module: LoadedModule, op: str, nviews: int, scalar_fmt: str) -> None:
+        self._module = module
+        self._op = op
+        self._scalar_fmt = scalar_fmt
+        self._vec = module.function(f"{op}_vec")
+        self._vec_name = f"{op}_vec"
+        self._fmt = "Q" * nviews + scalar_fmt + "q"
+        self._cap = min(module.sm_count * WAVES, 2**31 - 1)
+
+    def __call__(self, stream: Stream, views: Sequence[TensorView], scalar: float) -> str:
+        """Enqueue the kernel; returns the variant run ("vec16", "strided" or "empty")."""
+        n = math.prod(views[0].shape)
+        if n == 0:
+            return "empty"
+        if all(not v.ptr & 15 and v.is_contiguous() for v in views):
+            lanes = 16 // views[0].itemsize
+            grid = max(1, min(-(-(n // lanes) // (BLOCK * VEC_UNROLL)), self._cap))
+            launch_packed(self._vec, (grid, 1, 1), BLOCK, 0, stream, self._fmt,
+                          [*(v.ptr for v in views), scalar, n], self._vec_name)  # fmt: skip
+            return "vec16"
+        shape, strides = coalesce(views[0].shape, [v.strides for v in views])
+        grid = max(1, min(-(-n // BLOCK), self._cap))
+        ptrs = [ctypes.c_uint64(v.ptr) for v in views]
+        c_scalar = ctypes.c_double(scalar) if self._scalar_fmt == "d" else ctypes.c_float(scalar)
+        args = [*ptrs, c_scalar, ctypes.c_int64(n), shape_arg(shape),
+                *(strides_arg(s) for s in strides)]  # fmt: skip
+        name = f"{self._op}_strided"
+        launch(self._module.function(name), (grid, 1, 1), BLOCK, 0, stream, args, name)
+        return "strided"

@@ -11,7 +11,7 @@ from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
 from baracuda._plan import Plan, check_element, check_shape
-from baracuda.elementwise._launch import launch_elementwise
+from baracuda.elementwise._launch import ElementwiseLauncher
 from baracuda.errors import InvalidProblem, Unsupported
 from baracuda.types import (
     BackendKind,
@@ -94,7 +94,9 @@ class BinaryParamPlan(Plan[BinaryParamDescriptor, BinaryParamArgs, tuple[TensorV
                  pref: PlanPreference, module: LoadedModule) -> None:  # fmt: skip
         super().__init__(desc, stream, device_id, pref)
         self._module = module
-        self._weight = ELEMENTS[desc.element].acc_ctype(desc.weight)
+        self._weight = float(desc.weight)
+        fmt = "d" if ELEMENTS[desc.element].acc_c_type == "double" else "f"
+        self._launcher = ElementwiseLauncher(module, "lerp_fwd", 3, fmt)
 
     @classmethod
     def select(cls, stream: object, desc: BinaryParamDescriptor,
@@ -120,4 +122,4 @@ class BinaryParamPlan(Plan[BinaryParamDescriptor, BinaryParamArgs, tuple[TensorV
 
     def _launch(self, stream: Stream, workspace: Workspace,
                 views: tuple[TensorView, ...]) -> None:  # fmt: skip
-        launch_elementwise(self._module, "lerp_fwd", stream, views, self._weight)
+        self._launcher(stream, views, self._weight)

@@ -10,7 +10,7 @@ from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
 from baracuda._plan import Plan
-from baracuda.elementwise._launch import launch_elementwise
+from baracuda.elementwise._launch import ElementwiseLauncher
 from baracuda.elementwise.lerp import LERP_SOURCE, check_binary_param, lerp_precision
 from baracuda.types import (
     BackendKind,
@@ -59,7 +59,9 @@ class BinaryParamBackwardPlan(
                  pref: PlanPreference, module: LoadedModule) -> None:  # fmt: skip
         super().__init__(desc, stream, device_id, pref)
         self._module = module
-        self._weight = ELEMENTS[desc.element].acc_ctype(desc.weight)
+        self._weight = float(desc.weight)
+        fmt = "d" if ELEMENTS[desc.element].acc_c_type == "double" else "f"
+        self._launcher = ElementwiseLauncher(module, "lerp_bwd", 3, fmt)
 
     @classmethod
     def select(cls, stream: object, desc: BinaryParamBackwardDescriptor,
@@ -85,4 +87,4 @@ class BinaryParamBackwardPlan(
 
     def _launch(self, stream: Stream, workspace: Workspace,
                 views: tuple[TensorView, ...]) -> None:  # fmt: skip
-        launch_elementwise(self._module, "lerp_bwd", stream, views, self._weight)
+        self._launcher(stream, views, self._weight)
