@@ -275,3 +275,32 @@ def test_workspace_too_small() -> None:
     x = torch.randn(1, 2**22, device="cuda")
     with pytest.raises(bc.WorkspaceTooSmall):
         plan.run(s, bc.Workspace.none(), ScanArgs(x, torch.empty_like(x)))
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
+                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Enough rows for a warp per row with long rows, on the pipelined kernel (pipe1): n is
+    3.5 tiles + one vector (tile = 1 KiB of the dtype), so the prefetch ring reloads, and the
+    last tile has whole-vector lanes, a lane straddling the end and empty lanes; both ways."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    assert K.PIPELINED_ROWS
+    names: list[str] = []
+    real_launch = K.launch
+
+    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, args: Any, name: str) -> None:
+        names.append(name)
+        real_launch(fn, grid, block, smem, st, args, name)
+
+    monkeypatch.setattr(K, "launch", spy)
+    rows = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 3
+    tile = 1024 // element.itemsize
+    n = 3 * tile + tile // 2 + 16 // element.itemsize
+    x = torch.from_numpy(make_input(kind, (rows, n), 11)).to("cuda", torch_dtype(element))
+    for reverse in (False, True):
+        names.clear()
+        check_op(kind, element, x, 1, reverse, f"pipe1 ({rows}, {n}) rev={reverse}")
+        assert any(nm.endswith("_pipe1") for nm in names), names

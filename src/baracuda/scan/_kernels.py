@@ -37,13 +37,27 @@ __all__ = [
     "state_bytes",
     "launch_scan",
     "BLOCK",
+    "PIPE_OPS",
+    "PIPELINED_ROWS",
 ]
 
 OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd")
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8")
+# Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
+PIPE_OPS = ("sum", "prod", "lse")
+
+# Switch: run ``rows1`` launches of PIPE_OPS on ``pipe1`` (the next tiles' 16-byte loads in
+# flight while a tile is scanned and stored) where its launch condition holds; False keeps
+# every launch on ``rows1``. Read at each launch.
+PIPELINED_ROWS = True
 
 SCAN_SOURCE = register_source(
-    KernelSource("scan", "scan.cu", tuple(f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS))
+    KernelSource(
+        "scan",
+        "scan.cu",
+        tuple(f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS)
+        + tuple(f"scan_{op}_pipe1" for op in PIPE_OPS),
+    )
 )
 
 BLOCK = 256
@@ -219,7 +233,21 @@ def launch_scan(
     params.rows, params.n = rows, n
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
     params.reverse, params.mode = int(reverse), mode
-    kernel = f"scan_{op}_{ch.layout}"
+    variant = ch.layout
+    if (
+        PIPELINED_ROWS
+        and op in PIPE_OPS
+        and ch.layout == "rows1"
+        and ch.nchunks == 1
+        and params.vec
+        and IN0 in vec_slots
+        and OUT in vec_slots
+        and (not reverse or n % lanes == 0)
+    ):
+        # pipe1's launch condition: x and y contiguous along the axis with 16-byte aligned
+        # rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)
+        variant = "pipe1"
+    kernel = f"scan_{op}_{variant}"
     fn = module.function(kernel)
     items = rows * ch.nchunks
     if ch.layout == "cols":
@@ -229,7 +257,7 @@ def launch_scan(
         grid = max(1, min(-(-items // per_block), sm_count * 64))
     if ch.nchunks == 1:
         launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
-        return ch.layout
+        return variant
     params.agg = states_ptr
     launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
     params.agg = 0

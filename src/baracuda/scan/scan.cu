@@ -394,6 +394,175 @@ __device__ void scan_rows(const Params& P) {
   }
 }
 
+// ------------------------------------------------- pipelined warp rows (pipe1)
+// rows1 for one-input ops without neighbour or aux operands (sum, prod, lse), launched only
+// when x and y are contiguous along the axis with 16-byte aligned rows (P.vec), one chunk per
+// row and, scanning in reverse, n % (16 / sizeof(T)) == 0: every full tile is then whole
+// 16-byte vectors. A warp per row, 32 bytes per lane per tile (two vectors: K = 32 / sizeof(T)
+// elements). The loads of the next kPipe tiles are in flight while a tile is scanned and
+// stored (the plans forbid outputs overlapping inputs, so they are read-only loads), and the
+// direction is a template argument so every register index is static. The last, partial tile
+// is scanned after the loop. Same combination order as rows1 for 4- and 8-byte types (same K).
+constexpr int kPipe = 2;  // tiles of loads in flight per warp beside the one being scanned
+
+// One lane's K elements of a tile as raw storage, in physical order: element k in scan order
+// sits at index kRev ? K - 1 - k : k.
+struct Raw32 {
+  int4 w[2];
+};
+
+template <typename T, int K, bool kRev>
+__device__ __forceinline__ T raw_get(const Raw32& r, int k) {
+  constexpr int L = 16 / sizeof(T);
+  const int i = kRev ? K - 1 - k : k;
+  Vec16<T> v;
+  memcpy(&v, &r.w[i / L], 16);
+  return v.v[i % L];
+}
+
+__device__ __forceinline__ void load32(Raw32& r, const void* p) {  // p: 16-byte aligned
+  const int4* vp = static_cast<const int4*>(p);
+  r.w[0] = __ldg(vp);
+  r.w[1] = __ldg(vp + 1);
+}
+
+// One 16-byte store (a plain int4 store of repacked lanes may be split into 4-byte ones).
+__device__ __forceinline__ void store16(int4* p, int4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+
+// Scans one tile (this lane: scan positions qt..qt+K-1, physical ones from `row`, the first
+// `valid` of them before the end) from `carry` and stores it unless `reduce`; returns the
+// carry after the tile. kFull: every lane's K positions lie before the end (valid == K).
+template <typename T, typename A, class Op, int K, bool kRev, bool kFull>
+__device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& cur, i64 qt,
+                                                    int valid, i64 n, typename Op::S carry, T* row,
+                                                    bool reduce) {
+  typedef typename Op::S S;
+  S st[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const A v = to_acc(raw_get<T, K, kRev>(cur, k));
+    const S m = op.make(&v, 0, kRev ? n - 1 - (qt + k) : qt + k);
+    st[k] = (kFull || k < valid) ? m : op.identity();
+    if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+  }
+  S excl, total;
+  group_scan<1>(op, st[K - 1], excl, total, static_cast<S*>(nullptr));
+  if (!reduce && valid > 0) {
+    const S prefix = op.combine(carry, excl);
+    S prev = prefix;
+    A res[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const S inc = op.combine(prefix, st[k]);
+      const A v = to_acc(raw_get<T, K, kRev>(cur, k));
+      res[k] = op.out_value(inc, prev, &v, A(1), 0);
+      prev = inc;
+    }
+    if (kFull || valid == K) {
+      constexpr int L = 16 / sizeof(T);
+      int4* vp = reinterpret_cast<int4*>(row + (kRev ? n - qt - K : qt));
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        Vec16<T> w;
+#pragma unroll
+        for (int l = 0; l < L; ++l)
+          w.v[l] = from_acc<T>(res[kRev ? K - 1 - (u * L + l) : u * L + l]);
+        int4 raw;
+        memcpy(&raw, &w, 16);
+        store16(vp + u, raw);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (k < valid) row[kRev ? n - 1 - (qt + k) : qt + k] = from_acc<T>(res[k]);
+    }
+  }
+  return op.combine(carry, total);
+}
+
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void scan_pipe_dir(const Params& P) {
+  typedef typename Op::S S;
+  static_assert(Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut,
+                "pipe1 takes one-input ops without neighbour or aux operands");
+  constexpr int L = 16 / sizeof(T);
+  constexpr int K = 2 * L;
+  constexpr int TILE = 32 * K;
+  constexpr int WPB = kBlock / 32;
+  const Op op{P.mode};
+  const int lane = threadIdx.x & 31;
+  const bool reduce = P.agg != nullptr;
+  const i64 n = P.n;
+  const i64 items = P.rows * P.nchunks;
+  for (i64 first = (i64)blockIdx.x * WPB; first < items; first += (i64)gridDim.x * WPB) {
+    const i64 item = first + (threadIdx.x >> 5);
+    if (item >= items) continue;  // whole warps skip
+    const i64 row = item / P.nchunks;
+    const i64 q0 = (item - row * P.nchunks) * P.chunk_len;
+    const i64 q1 = min(n, q0 + P.chunk_len);
+    // The host's launch condition; anything else would misalign the vectors.
+    if (!P.vec || ((kRev ? n - q0 : q0) & (L - 1)) != 0) __trap();
+    Coord c;
+    unravel(row, P.outer, c);
+    const T* src = in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank);
+    T* dst = static_cast<T*>(P.op[OUT].ptr) + dot(c, P.op[OUT].outer, P.outer.rank);
+    S carry = P.carry != nullptr ? static_cast<const S*>(P.carry)[item] : op.identity();
+    const i64 lq = q0 + (i64)lane * K;  // this lane's first scan position in tile 0
+    const i64 nfull = (q1 - q0) / TILE;
+    const T* px = src + (kRev ? n - lq - K : lq);  // this lane's vectors of tile 0
+    const i64 step = kRev ? -(i64)TILE : (i64)TILE;
+    Raw32 buf[kPipe];
+#pragma unroll
+    for (int d = 0; d < kPipe; ++d)
+      if (d < nfull) load32(buf[d], px + d * step);
+    for (i64 f = 0; f < nfull; f += kPipe) {
+#pragma unroll
+      for (int d = 0; d < kPipe; ++d) {
+        const i64 ff = f + d;  // warp-uniform
+        if (ff >= nfull) break;
+        const Raw32 cur = buf[d];
+        if (ff + kPipe < nfull) load32(buf[d], px + (ff + kPipe) * step);
+        carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + ff * TILE, K, n, carry, dst,
+                                                   reduce);
+      }
+    }
+    if (q0 + nfull * TILE < q1) {  // the partial last tile, scalar where a lane's K straddle q1
+      const i64 qt = lq + nfull * TILE;
+      const int valid = (int)max((i64)0, min((i64)K, q1 - qt));
+      Raw32 cur;
+      cur.w[0] = cur.w[1] = make_int4(0, 0, 0, 0);
+      if (valid == K) {
+        load32(cur, px + nfull * step);
+      } else {
+        Vec16<T> v[2];
+        memcpy(&v[0], &cur.w[0], 16);
+        memcpy(&v[1], &cur.w[1], 16);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          const int i = kRev ? K - 1 - k : k;
+          if (k < valid) v[i / L].v[i % L] = src[kRev ? n - 1 - (qt + k) : qt + k];
+        }
+        memcpy(&cur.w[0], &v[0], 16);
+        memcpy(&cur.w[1], &v[1], 16);
+      }
+      carry = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qt, valid, n, carry, dst, reduce);
+    }
+    if (reduce && lane == 0) static_cast<S*>(P.agg)[item] = carry;
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_pipe(const Params& P) {
+  if (P.reverse)
+    scan_pipe_dir<T, A, Op, true>(P);
+  else
+    scan_pipe_dir<T, A, Op, false>(P);
+}
+
 template <typename T, typename A, class Op>
 __device__ void scan_cols(const Params& P) {
   typedef typename Op::S S;
@@ -517,10 +686,20 @@ __device__ void scan_states(const Params& P) {
     bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                         \
   }
 
+// Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
+#define BC_SCAN_PIPE_ENTRY(name, OP)                                                         \
+  extern "C" __global__ void __launch_bounds__(256, 4) BC_ENTRY(scan_##name##_pipe1)(       \
+      bc::scan::Params p) {                                                                  \
+    bc::scan::scan_pipe<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
+  }
+
 BC_SCAN_ENTRIES(sum, SumOp)
 BC_SCAN_ENTRIES(prod, ProdOp)
 BC_SCAN_ENTRIES(max, MaxOp)
 BC_SCAN_ENTRIES(lse, LseOp)
+BC_SCAN_PIPE_ENTRY(sum, SumOp)
+BC_SCAN_PIPE_ENTRY(prod, ProdOp)
+BC_SCAN_PIPE_ENTRY(lse, LseOp)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp)
 BC_SCAN_ENTRIES(lse_bwd, LseBwdOp)
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp)
