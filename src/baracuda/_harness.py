@@ -13,7 +13,7 @@ from typing import Any
 
 from baracuda.types import ElementKind
 
-__all__ = ["CheckContext", "CheckCase", "BenchCase", "BenchSetup"]
+__all__ = ["CheckContext", "CheckCase", "BenchCase", "BenchSetup", "max_rel_err"]
 
 
 @dataclass
@@ -72,3 +72,23 @@ class BenchCase:
     element: ElementKind
     setup: Callable[[], BenchSetup]
     label: str = ""
+
+
+def max_rel_err(out: Any, truth: Any) -> float:
+    """max |out - truth| / max(1, |truth|) over the elements, as float64.
+
+    NaN must stand exactly where the truth has NaN (else inf); equal infinities count as
+    exact; a shape mismatch is inf; an empty result is exact.
+    """
+    import numpy as np
+
+    o, t = np.asarray(out, np.float64), np.asarray(truth, np.float64)
+    if o.shape != t.shape:
+        return float("inf")
+    if o.size == 0:
+        return 0.0
+    if not np.array_equal(np.isnan(o), np.isnan(t)):
+        return float("inf")
+    with np.errstate(invalid="ignore"):
+        err = np.abs(o - t) / np.maximum(1.0, np.abs(t))
+    return float(np.max(np.where(np.isnan(t) | (o == t), 0.0, err)))

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from baracuda._dtypes import ELEMENTS
-from baracuda._harness import BenchCase, BenchSetup, CheckCase, CheckContext
+from baracuda._harness import BenchCase, BenchSetup, CheckCase, CheckContext, max_rel_err
 from baracuda.types import ElementKind
 
 __all__ = ["check_cases", "bench_cases"]
 
 _W = (0.3, 0.75)  # both branches of the lerp formula
-
-
-def _rel_err(out: Any, truth: Any) -> float:
-    import numpy as np
-
-    out, truth = np.asarray(out, np.float64), np.asarray(truth, np.float64)
-    if out.shape != truth.shape:
-        return float("inf")
-    if out.size == 0:
-        return 0.0
-    return float(np.max(np.abs(out - truth) / np.maximum(1.0, np.abs(truth))))
 
 
 def _lerp_case(element: ElementKind) -> CheckCase:
@@ -34,11 +22,11 @@ def _lerp_case(element: ElementKind) -> CheckCase:
             a = ctx.to_device(ctx.rng.standard_normal((37, 1029)), element)
             b = ctx.to_device(ctx.rng.standard_normal((37, 1029)), element)
             a64, b64 = ctx.to_numpy(a), ctx.to_numpy(b)
-            err = max(err, _rel_err(ctx.to_numpy(bc.lerp(a, b, w)), a64 + w * (b64 - a64)))
+            err = max(err, max_rel_err(ctx.to_numpy(bc.lerp(a, b, w)), a64 + w * (b64 - a64)))
             # a strided view: every other column, transposed
             at, bt = a[:, ::2].T, b[:, ::2].T
             truth = ctx.to_numpy(at) + w * (ctx.to_numpy(bt) - ctx.to_numpy(at))
-            err = max(err, _rel_err(ctx.to_numpy(bc.lerp(at, bt, w)), truth))
+            err = max(err, max_rel_err(ctx.to_numpy(bc.lerp(at, bt, w)), truth))
         return err, 2 * ELEMENTS[element].rtol + ELEMENTS[element].atol
 
     return CheckCase("lerp", element, run)
@@ -53,8 +41,8 @@ def _lerp_backward_case(element: ElementKind) -> CheckCase:
             dy = ctx.to_device(ctx.rng.standard_normal((1031, 17)), element)
             g = ctx.to_numpy(dy)
             da, db = bc.lerp_backward(dy, w)
-            err = max(err, _rel_err(ctx.to_numpy(da), (1 - w) * g))
-            err = max(err, _rel_err(ctx.to_numpy(db), w * g))
+            err = max(err, max_rel_err(ctx.to_numpy(da), (1 - w) * g))
+            err = max(err, max_rel_err(ctx.to_numpy(db), w * g))
         return err, 2 * ELEMENTS[element].rtol + ELEMENTS[element].atol
 
     return CheckCase("lerp_backward", element, run)

@@ -6,27 +6,13 @@ from functools import partial
 from typing import Any
 
 from baracuda._dtypes import ELEMENTS
-from baracuda._harness import BenchCase, BenchSetup, CheckCase, CheckContext
+from baracuda._harness import BenchCase, BenchSetup, CheckCase, CheckContext, max_rel_err
 from baracuda.types import ElementKind, ScanKind, TieBreak
 
 __all__ = ["check_cases", "bench_cases"]
 
 _EXTREMA = (ScanKind.CUMMAX, ScanKind.CUMMIN)
 _TORCH = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "f64": "float64"}
-
-
-def _rel_err(out: Any, truth: Any) -> float:
-    import numpy as np
-
-    out, truth = np.asarray(out, np.float64), np.asarray(truth, np.float64)
-    if out.shape != truth.shape:
-        return float("inf")
-    if out.size == 0:
-        return 0.0
-    both_nan = np.isnan(out) & np.isnan(truth)
-    same = out == truth  # equal infinities
-    err = np.abs(out - truth) / np.maximum(1.0, np.abs(truth))
-    return float(np.max(np.where(both_nan | same, 0.0, err)))
 
 
 def _input(kind: ScanKind, rng: Any, shape: tuple[int, ...]) -> Any:
@@ -55,13 +41,13 @@ def _case(kind: ScanKind, element: ElementKind, backward: bool) -> CheckCase:
             if not backward:
                 ref = reference.scan(kind, x64, axis, reverse)
                 ref = ref[0] if kind in _EXTREMA else ref
-                err = max(err, _rel_err(ctx.to_numpy(y), ref))
+                err = max(err, max_rel_err(ctx.to_numpy(y), ref))
                 continue
             dy = ctx.to_device(ctx.rng.standard_normal(shape), element)
             dx = api.scan_backward(kind, dy, x=x, y=y, axis=axis, reverse=reverse)
             ref = reference.scan_backward(kind, ctx.to_numpy(dy), x=x64, y=ctx.to_numpy(y),
                                           axis=axis, reverse=reverse)  # fmt: skip
-            err = max(err, _rel_err(ctx.to_numpy(dx), ref))
+            err = max(err, max_rel_err(ctx.to_numpy(dx), ref))
         info = ELEMENTS[element]
         # accumulated errors grow with the row length; 8x the one-rounding tolerance
         return err, 8 * (info.rtol + info.atol)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from baracuda._harness import BenchCase, BenchSetup, CheckCase, CheckContext
+from baracuda._harness import BenchCase, BenchSetup, CheckCase, CheckContext, max_rel_err
 from baracuda.types import ElementKind
 
 __all__ = ["check_cases", "bench_cases", "TOLERANCE", "torch_sparsemax_sort", "make_rows"]
@@ -18,21 +18,6 @@ TOLERANCE = {ElementKind.F32: 2e-5, ElementKind.F16: 2e-3, ElementKind.BF16: 1e-
 # Row lengths that reach every kernel variant: 4x32, 32x32, 16x512 and streaming (with a
 # candidate list that fits, and one that does not).
 _CHECK_SHAPES = ((33, 7), (19, 1000), (5, 5000), (3, 40000))
-
-
-def _err(out: Any, truth: Any) -> float:
-    import numpy as np
-
-    out, truth = np.asarray(out, np.float64), np.asarray(truth, np.float64)
-    if out.shape != truth.shape:
-        return float("inf")
-    if out.size == 0:
-        return 0.0
-    if not np.array_equal(np.isnan(out), np.isnan(truth)):
-        return float("inf")
-    ok = ~np.isnan(truth)
-    return float(np.max(np.abs(out[ok] - truth[ok]) / np.maximum(1.0, np.abs(truth[ok])),
-                        initial=0.0))  # fmt: skip
 
 
 def make_rows(rng: Any, shape: tuple[int, ...], kind: str = "normal") -> Any:
@@ -62,11 +47,11 @@ def _sparsemax_case(element: ElementKind) -> CheckCase:
         for shape, kind in zip(_CHECK_SHAPES, ("ties", "inf", "normal", "flat"), strict=True):
             x = ctx.to_device(make_rows(ctx.rng, shape, kind), element)
             truth = reference.sparsemax(ctx.to_numpy(x), -1)
-            err = max(err, _err(ctx.to_numpy(sparsemax(x, -1)), truth))
+            err = max(err, max_rel_err(ctx.to_numpy(sparsemax(x, -1)), truth))
             # the other axis of a strided view
             xt = x[:, ::2]
             truth = reference.sparsemax(ctx.to_numpy(xt), 0)
-            err = max(err, _err(ctx.to_numpy(sparsemax(xt, 0)), truth))
+            err = max(err, max_rel_err(ctx.to_numpy(sparsemax(xt, 0)), truth))
         return err, TOLERANCE[element]
 
     return CheckCase("sparsemax", element, run)
@@ -83,7 +68,7 @@ def _sparsemax_backward_case(element: ElementKind) -> CheckCase:
             y = ctx.to_device(reference.sparsemax(x, -1), element)
             dy = ctx.to_device(ctx.rng.standard_normal(shape), element)
             truth = reference.sparsemax_backward(ctx.to_numpy(dy), ctx.to_numpy(y), -1)
-            err = max(err, _err(ctx.to_numpy(sparsemax_backward(dy, y, -1)), truth))
+            err = max(err, max_rel_err(ctx.to_numpy(sparsemax_backward(dy, y, -1)), truth))
         return err, TOLERANCE[element]
 
     return CheckCase("sparsemax_backward", element, run)
