@@ -10,9 +10,11 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar, Generic, TypeVar
 
+from baracuda._cuda.compiler import KernelSource
 from baracuda._cuda.device import ensure_current
 from baracuda._cuda.driver import check, device_count, driver
 from baracuda._cuda.memory import Workspace
+from baracuda._cuda.module import LoadedModule, load_module
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
@@ -84,6 +86,16 @@ class Plan(abc.ABC, Generic[D, A, V]):
         self._stream = stream
 
     # -- construction -------------------------------------------------------------------
+    @staticmethod
+    def _open(
+        stream: object, source: KernelSource, element: ElementKind
+    ) -> tuple[Stream, int, LoadedModule]:
+        """What every ``select`` needs once its descriptor is checked: the stream, its
+        device, and the source's kernels for ``element`` loaded there (compiled or cached)."""
+        s = Stream.wrap(stream)
+        device_id = Plan._device_for(s)
+        return s, device_id, load_module(source, element, device_id)
+
     @staticmethod
     def _device_for(stream: Stream) -> int:
         if device_count() == 0:

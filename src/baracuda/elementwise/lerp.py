@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.memory import Workspace
-from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
@@ -102,9 +102,7 @@ class BinaryParamPlan(Plan[BinaryParamDescriptor, BinaryParamArgs, tuple[TensorV
     def select(cls, stream: object, desc: BinaryParamDescriptor,
                pref: PlanPreference | None = None) -> BinaryParamPlan:  # fmt: skip
         check_binary_param(cls.NAME, desc.kind, desc.shape, desc.element, desc.weight)
-        s = Stream.wrap(stream)
-        device_id = cls._device_for(s)
-        module = load_module(LERP_SOURCE, desc.element, device_id)
+        s, device_id, module = cls._open(stream, LERP_SOURCE, desc.element)
         return cls(desc, s, device_id, pref or PlanPreference(), module)
 
     def sku(self) -> KernelSku:

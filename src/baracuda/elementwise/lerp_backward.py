@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from baracuda._cuda.memory import Workspace
-from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
@@ -67,9 +67,7 @@ class BinaryParamBackwardPlan(
     def select(cls, stream: object, desc: BinaryParamBackwardDescriptor,
                pref: PlanPreference | None = None) -> BinaryParamBackwardPlan:  # fmt: skip
         check_binary_param(cls.NAME, desc.kind, desc.shape, desc.element, desc.weight)
-        s = Stream.wrap(stream)
-        device_id = cls._device_for(s)
-        module = load_module(LERP_SOURCE, desc.element, device_id)
+        s, device_id, module = cls._open(stream, LERP_SOURCE, desc.element)
         return cls(desc, s, device_id, pref or PlanPreference(), module)
 
     def sku(self) -> KernelSku:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from baracuda._cuda.device import device_info
 from baracuda._cuda.memory import Workspace
-from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import numel
@@ -136,9 +136,7 @@ class ScanBackwardPlan(Plan[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
                pref: PlanPreference | None = None) -> ScanBackwardPlan:  # fmt: skip
         axis = check_scan(cls.NAME, desc.kind, desc.shape, desc.axis, desc.element,
                           desc.reverse, desc.tie_break)  # fmt: skip
-        s = Stream.wrap(stream)
-        device_id = cls._device_for(s)
-        module = load_module(SCAN_SOURCE, desc.element, device_id)
+        s, device_id, module = cls._open(stream, SCAN_SOURCE, desc.element)
         return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
 
     def workspace_size(self) -> int:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from baracuda._cuda.device import device_info
 from baracuda._cuda.memory import Workspace
-from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._plan import Plan, check_element, check_shape, normalize_axis
@@ -101,9 +101,7 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
     def select(cls, stream: object, desc: SparsemaxDescriptor,
                pref: PlanPreference | None = None) -> SparsemaxPlan:  # fmt: skip
         axis = check_sparsemax(cls.NAME, desc.input_shape, desc.axis, desc.element)
-        s = Stream.wrap(stream)
-        device_id = cls._device_for(s)
-        module = load_module(SPARSEMAX_SOURCE, desc.element, device_id)
+        s, device_id, module = cls._open(stream, SPARSEMAX_SOURCE, desc.element)
         return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
 
     def sku(self) -> KernelSku:
