@@ -8,7 +8,7 @@ typed error naming the plan, the field and both values.
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from baracuda._cuda.compiler import KernelSource
 from baracuda._cuda.device import ensure_current
@@ -19,9 +19,23 @@ from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
 from baracuda.errors import InvalidProblem, MisalignedOperand, Unsupported, WorkspaceTooSmall
-from baracuda.types import ElementKind, IndexElementKind, KernelSku, PlanPreference
+from baracuda.types import (
+    ElementKind,
+    IndexElementKind,
+    KernelSku,
+    MathPrecision,
+    PlanPreference,
+    PrecisionGuarantee,
+)
 
-__all__ = ["Plan", "check_shape", "normalize_axis", "check_element", "MAX_RANK"]
+__all__ = [
+    "Plan",
+    "check_shape",
+    "normalize_axis",
+    "check_element",
+    "deterministic_precision",
+    "MAX_RANK",
+]
 
 MAX_RANK = 8
 
@@ -64,6 +78,18 @@ def check_element(plan: str, field: str, element: object) -> ElementKind:
             f"{', '.join(e.name for e in ElementKind)}) (got {element!r})"
         )
     return element
+
+
+def deterministic_precision(element: ElementKind) -> PrecisionGuarantee:
+    """The guarantee of every kernel in this release: math and accumulation in the element's
+    accumulator type (the dtype table's), no atomics, so results are deterministic."""
+    f64 = ELEMENTS[element].acc_c_type == "double"
+    return PrecisionGuarantee(
+        math_precision=MathPrecision.F64 if f64 else MathPrecision.F32,
+        accumulator=ElementKind.F64 if f64 else ElementKind.F32,
+        bit_stable_on_same_hardware=True,
+        deterministic=True,
+    )
 
 
 def _current_device() -> int:
@@ -118,7 +144,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
     @abc.abstractmethod
     def sku(self) -> KernelSku: ...
 
-    def precision_guarantee(self) -> Any:
+    def precision_guarantee(self) -> PrecisionGuarantee:
         return self.sku().precision_guarantee
 
     def run(self, stream: object, workspace: Workspace, args: A) -> None:

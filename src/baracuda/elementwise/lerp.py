@@ -10,7 +10,7 @@ from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
-from baracuda._plan import Plan, check_element, check_shape
+from baracuda._plan import Plan, check_element, check_shape, deterministic_precision
 from baracuda.elementwise._launch import ElementwiseLauncher
 from baracuda.errors import InvalidProblem, Unsupported
 from baracuda.types import (
@@ -18,10 +18,8 @@ from baracuda.types import (
     BinaryKind,
     ElementKind,
     KernelSku,
-    MathPrecision,
     OpCategory,
     PlanPreference,
-    PrecisionGuarantee,
 )
 
 __all__ = ["LERP_SOURCE", "BinaryParamDescriptor", "BinaryParamArgs", "BinaryParamPlan"]
@@ -33,16 +31,6 @@ LERP_SOURCE = register_source(
         ("lerp_fwd_vec", "lerp_fwd_strided", "lerp_bwd_vec", "lerp_bwd_strided"),
     )
 )
-
-
-def lerp_precision(element: ElementKind) -> PrecisionGuarantee:
-    f64 = element is ElementKind.F64
-    return PrecisionGuarantee(
-        math_precision=MathPrecision.F64 if f64 else MathPrecision.F32,
-        accumulator=ElementKind.F64 if f64 else ElementKind.F32,
-        bit_stable_on_same_hardware=True,
-        deterministic=True,
-    )
 
 
 def check_binary_param(plan: str, kind: object, shape: object, element: object,
@@ -108,7 +96,7 @@ class BinaryParamPlan(Plan[BinaryParamDescriptor, BinaryParamArgs, tuple[TensorV
     def sku(self) -> KernelSku:
         return KernelSku(OpCategory.BINARY_ELEMENTWISE, "lerp", self.desc.element,
                          self._module.arch, BackendKind.NVRTC, "vec16|strided",
-                         lerp_precision(self.desc.element))  # fmt: skip
+                         deterministic_precision(self.desc.element))  # fmt: skip
 
     def _bind(self, args: BinaryParamArgs, stream: Stream) -> tuple[TensorView, ...]:
         shape, el = self.desc.shape, self.desc.element

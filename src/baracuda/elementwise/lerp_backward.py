@@ -9,9 +9,9 @@ from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
-from baracuda._plan import Plan
+from baracuda._plan import Plan, deterministic_precision
 from baracuda.elementwise._launch import ElementwiseLauncher
-from baracuda.elementwise.lerp import LERP_SOURCE, check_binary_param, lerp_precision
+from baracuda.elementwise.lerp import LERP_SOURCE, check_binary_param
 from baracuda.types import (
     BackendKind,
     BinaryKind,
@@ -73,7 +73,7 @@ class BinaryParamBackwardPlan(
     def sku(self) -> KernelSku:
         return KernelSku(OpCategory.BINARY_ELEMENTWISE, "lerp_backward", self.desc.element,
                          self._module.arch, BackendKind.NVRTC, "vec16|strided",
-                         lerp_precision(self.desc.element))  # fmt: skip
+                         deterministic_precision(self.desc.element))  # fmt: skip
 
     def _bind(self, args: BinaryParamBackwardArgs, stream: Stream) -> tuple[TensorView, ...]:
         shape, el = self.desc.shape, self.desc.element

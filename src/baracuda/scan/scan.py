@@ -9,7 +9,7 @@ from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
-from baracuda._plan import Plan, check_element, check_shape, normalize_axis
+from baracuda._plan import Plan, check_element, check_shape, deterministic_precision, normalize_axis
 from baracuda.errors import InvalidProblem, Unsupported
 from baracuda.scan._kernels import (
     IN0,
@@ -25,15 +25,13 @@ from baracuda.types import (
     ElementKind,
     IndexElementKind,
     KernelSku,
-    MathPrecision,
     OpCategory,
     PlanPreference,
-    PrecisionGuarantee,
     ScanKind,
     TieBreak,
 )
 
-__all__ = ["ScanDescriptor", "ScanArgs", "ScanPlan", "check_scan", "scan_precision", "max_mode"]
+__all__ = ["ScanDescriptor", "ScanArgs", "ScanPlan", "check_scan", "max_mode"]
 
 _FORWARD_OP = {
     ScanKind.CUMSUM: "sum",
@@ -43,16 +41,6 @@ _FORWARD_OP = {
     ScanKind.LOGCUMSUMEXP: "lse",
 }
 EXTREMA = (ScanKind.CUMMAX, ScanKind.CUMMIN)
-
-
-def scan_precision(element: ElementKind) -> PrecisionGuarantee:
-    f64 = element is ElementKind.F64
-    return PrecisionGuarantee(
-        math_precision=MathPrecision.F64 if f64 else MathPrecision.F32,
-        accumulator=ElementKind.F64 if f64 else ElementKind.F32,
-        bit_stable_on_same_hardware=True,
-        deterministic=True,
-    )
 
 
 def max_mode(kind: ScanKind, tie_break: TieBreak) -> int:
@@ -149,7 +137,7 @@ class ScanPlan(Plan[ScanDescriptor, ScanArgs, tuple[TensorView, TensorView, Tens
     def sku(self) -> KernelSku:
         return KernelSku(OpCategory.SCAN, self.desc.kind.value, self.desc.element,
                          self._module.arch, BackendKind.NVRTC, "rows|cols|chunked",
-                         scan_precision(self.desc.element))  # fmt: skip
+                         deterministic_precision(self.desc.element))  # fmt: skip
 
     def _bind(self, args: ScanArgs,
               stream: Stream) -> tuple[TensorView, TensorView, TensorView | None]:  # fmt: skip

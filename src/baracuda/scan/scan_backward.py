@@ -21,7 +21,7 @@ from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import numel
-from baracuda._plan import Plan
+from baracuda._plan import Plan, deterministic_precision
 from baracuda.errors import InvalidProblem
 from baracuda.scan._kernels import (
     IN0,
@@ -36,7 +36,7 @@ from baracuda.scan._kernels import (
     slot,
     state_bytes,
 )
-from baracuda.scan.scan import EXTREMA, check_scan, max_mode, scan_precision
+from baracuda.scan.scan import EXTREMA, check_scan, max_mode
 from baracuda.types import (
     BackendKind,
     ElementKind,
@@ -145,7 +145,7 @@ class ScanBackwardPlan(Plan[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
     def sku(self) -> KernelSku:
         return KernelSku(OpCategory.SCAN, f"{self.desc.kind.value}_backward", self.desc.element,
                          self._module.arch, BackendKind.NVRTC, "rows|cols|chunked",
-                         scan_precision(self.desc.element))  # fmt: skip
+                         deterministic_precision(self.desc.element))  # fmt: skip
 
     def _bind(self, args: ScanBackwardArgs, stream: Stream) -> _Views:
         shape, el, kind = self.desc.shape, self.desc.element, self.desc.kind

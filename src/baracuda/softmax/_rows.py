@@ -18,7 +18,7 @@ from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import numel, split_axis
 from baracuda.errors import InvalidProblem
-from baracuda.types import ElementKind, MathPrecision, PrecisionGuarantee
+from baracuda.types import ElementKind
 
 __all__ = [
     "SPARSEMAX_SOURCE",
@@ -26,7 +26,6 @@ __all__ = [
     "VARIANTS",
     "variant_for",
     "launch_rows",
-    "sparsemax_precision",
     "check_in_place",
     "RowSplit",
     "row_split",
@@ -153,16 +152,6 @@ def variant_for(n: int) -> Variant:
         if v.per_thread and n <= v.max_n:
             return v
     return VARIANTS[-1]
-
-
-def sparsemax_precision(element: ElementKind) -> PrecisionGuarantee:
-    f64 = element is ElementKind.F64
-    return PrecisionGuarantee(
-        math_precision=MathPrecision.F64 if f64 else MathPrecision.F32,
-        accumulator=ElementKind.F64 if f64 else ElementKind.F32,
-        bit_stable_on_same_hardware=True,
-        deterministic=True,  # fixed reduction trees, ordered compaction, no atomics
-    )
 
 
 def check_in_place(plan: str, out: tuple[str, TensorView], *inputs: tuple[str, TensorView]) -> None:

@@ -9,13 +9,12 @@ from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
-from baracuda._plan import Plan, check_element, check_shape, normalize_axis
+from baracuda._plan import Plan, check_element, check_shape, deterministic_precision, normalize_axis
 from baracuda.softmax._rows import (
     SPARSEMAX_SOURCE,
     check_in_place,
     fwd_split,
     launch_rows,
-    sparsemax_precision,
     variant_for,
 )
 from baracuda.types import BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
@@ -109,7 +108,7 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
         variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
         return KernelSku(OpCategory.SOFTMAX, "sparsemax", self.desc.element, self._module.arch,
                          BackendKind.NVRTC, variant,
-                         sparsemax_precision(self.desc.element))  # fmt: skip
+                         deterministic_precision(self.desc.element))  # fmt: skip
 
     def workspace_size(self) -> int:
         """Bytes of workspace: 0, or for few long rows (fewer than 2 per SM, > 8192 long)

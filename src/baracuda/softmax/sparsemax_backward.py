@@ -9,13 +9,12 @@ from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
-from baracuda._plan import Plan
+from baracuda._plan import Plan, deterministic_precision
 from baracuda.softmax._rows import (
     SPARSEMAX_SOURCE,
     check_in_place,
     launch_rows,
     row_split,
-    sparsemax_precision,
     variant_for,
 )
 from baracuda.softmax.sparsemax import check_sparsemax
@@ -97,7 +96,7 @@ class SparsemaxBackwardPlan(
         variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
         return KernelSku(OpCategory.SOFTMAX, "sparsemax_backward", self.desc.element,
                          self._module.arch, BackendKind.NVRTC, variant,
-                         sparsemax_precision(self.desc.element))  # fmt: skip
+                         deterministic_precision(self.desc.element))  # fmt: skip
 
     def workspace_size(self) -> int:
         """Bytes of workspace: 0, or for few long rows (fewer than 2 per SM, > 16384 long)
