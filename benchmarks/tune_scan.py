@@ -1,15 +1,21 @@
-"""Tune the scan layout heuristic: warp-per-row (rows1) vs block-per-row (rows8) on long
-rows, per WARP_ROWS_PER_SM setting, beside torch eager and torch.compile.
+"""Tune the scan layouts on the issue's four cumsum shapes (plus cummax and the cumsum
+backward): one-pass look-back tiles vs the three-pass chunked scan (``LOOKBACK``), and
+warp- vs block-per-row on long rows (``WARP_ROWS_PER_SM``), beside torch eager and
+torch.compile. Prints a table, writes JSON.
 
-    python benchmarks/tune_scan.py        (on a GPU; prints a table)
+    python benchmarks/tune_scan.py [out.json]        (on a GPU)
 """
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import Any
+
 import torch
 
 import baracuda as bc
-from baracuda._bench import time_device
+from baracuda._bench import copy_bandwidth, time_device
 from baracuda.scan import (
     ScanArgs,
     ScanBackwardArgs,
@@ -21,38 +27,71 @@ from baracuda.scan import (
 )
 from baracuda.types import ScanKind
 
+SHAPES = [((4096, 8192), 1), ((4096, 8192), 0), ((2, 2**23), 1), ((2**20, 2), 0)]
+SETTINGS = {
+    "lookback": {"LOOKBACK": True},
+    "3-pass": {"LOOKBACK": False},
+}
+
+
+def _us(fn: Any) -> float:
+    return float(time_device(fn)["ms"]) * 1e3
+
 
 def main() -> None:
-    print(torch.cuda.get_device_name())
+    dev = torch.cuda.get_device_name()
+    bw = copy_bandwidth()
+    print(f"{dev}: copy bandwidth {bw / 1e9:.0f} GB/s")
     s = bc.Stream.wrap(torch.cuda.current_stream())
-    shape = (4096, 8192)
+    rows: list[dict[str, Any]] = []
     for dt, el in ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16)):
-        x = torch.randn(shape, device="cuda", dtype=dt)
-        y = torch.empty_like(x)
-        dx = torch.empty_like(x)
-        idx = torch.empty(shape, device="cuda", dtype=torch.int64)
-        torch._dynamo.reset()
-        comp = torch.compile(lambda t: torch.cumsum(t, 1))
-        t_c = time_device(lambda: comp(x))["ms"] * 1e3
-        t_e = time_device(lambda: torch.cumsum(x, 1))["ms"] * 1e3
-        print(f"{el.value} cumsum torch {t_e:.1f} us, torch.compile {t_c:.1f} us")
-        for setting in (16, 1 << 30):
-            _kernels.WARP_ROWS_PER_SM = setting
-            row = []
-            for kind in ScanKind:
-                plan = ScanPlan.select(s, ScanDescriptor(kind, shape, 1, el))
-                ws = bc.Workspace.allocate(plan.workspace_size(), s)
-                ix = idx if kind in (ScanKind.CUMMAX, ScanKind.CUMMIN) else None
-                a = ScanArgs(x, y, ix)
-                t = time_device(lambda p=plan, w=ws, a=a: p.run(s, w, a))["ms"] * 1e3
-                row.append(f"{kind.value} {t:6.1f}")
-            bplan = ScanBackwardPlan.select(
-                s, ScanBackwardDescriptor(ScanKind.CUMSUM, shape, 1, el)
-            )
-            bws = bc.Workspace.allocate(bplan.workspace_size(), s)
-            ba = ScanBackwardArgs(x, dx, None, None)
-            row.append(f"cumsum_bwd {time_device(lambda: bplan.run(s, bws, ba))['ms'] * 1e3:6.1f}")
-            print(f"{el.value} WARP_ROWS_PER_SM={setting:>10}: " + "  ".join(row))
+        for shape, axis in SHAPES:
+            for kind in (ScanKind.CUMSUM, ScanKind.CUMMAX, "cumsum_backward"):
+                if kind != ScanKind.CUMSUM and shape != (4096, 8192):
+                    continue
+                x = torch.randn(shape, device="cuda", dtype=dt)
+                y = torch.empty_like(x)
+                idx = torch.empty(shape, device="cuda", dtype=torch.int64)
+                if kind == "cumsum_backward":
+                    name, nbytes = kind, 2 * x.numel() * x.element_size()
+                    xg = x.clone().requires_grad_(True)
+                    out = torch.cumsum(xg, axis)
+                    peers = {"torch": lambda o=out: torch.autograd.grad(o, xg, x,
+                                                                        retain_graph=True)}
+                else:
+                    name = kind.value
+                    nbytes = 2 * x.numel() * x.element_size()
+                    fn = getattr(torch, name)
+                    torch._dynamo.reset()
+                    comp = torch.compile(lambda t, f=fn: f(t, axis))
+                    peers = {"torch": lambda f=fn: f(x, axis), "torch.compile": lambda: comp(x)}
+                rec: dict[str, Any] = {"device": dev, "op": name, "shape": list(shape),
+                                       "axis": axis, "dtype": el.value}  # fmt: skip
+                for label, fn2 in peers.items():
+                    rec[label] = _us(fn2)
+                for label, setting in SETTINGS.items():
+                    for k, v in setting.items():
+                        setattr(_kernels, k, v)
+                    if kind == "cumsum_backward":
+                        plan: Any = ScanBackwardPlan.select(
+                            s, ScanBackwardDescriptor(ScanKind.CUMSUM, shape, axis, el))
+                        args: Any = ScanBackwardArgs(x, y, None, None)
+                    else:
+                        plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, el))
+                        args = ScanArgs(x, y, idx if kind is ScanKind.CUMMAX else None)
+                    ws = bc.Workspace.allocate(plan.workspace_size(), s)
+                    rec[label] = _us(lambda p=plan, w=ws, a=args: p.run(s, w, a))
+                _kernels.LOOKBACK = True
+                best = min(rec[k] for k in SETTINGS)
+                rec["bw_frac"] = nbytes / (best * 1e-6) / bw
+                rows.append(rec)
+                cols = "  ".join(f"{k} {rec[k]:8.1f}" for k in (*peers, *SETTINGS))
+                print(f"{el.value:<4} {name:<16} {tuple(shape)!s:<14} ax{axis}  {cols}  "
+                      f"best {rec['bw_frac'] * 100:5.1f}% of copy bw")  # fmt: skip
+                sys.stdout.flush()
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            json.dump({"device": dev, "copy_bw": bw, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 import time
+from collections.abc import Iterable
 
-from baracuda._check import FAMILIES
-
-
-def _import_families() -> None:
-    """Import every plan module, so every kernel source is registered."""
-    for fam in FAMILIES:
-        try:
-            pkg = importlib.import_module(f"baracuda.{fam}")
-        except ModuleNotFoundError:
-            continue
-        for info in pkgutil.iter_modules(pkg.__path__):
-            importlib.import_module(f"baracuda.{fam}.{info.name}")
+from baracuda._registry import compile_job, import_families
 
 
 def cmd_info(_: argparse.Namespace) -> int:
@@ -59,10 +48,10 @@ def cmd_info(_: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from baracuda._cuda.compiler import compile_cubin, registered_sources
+    from baracuda._cuda.compiler import registered_sources
     from baracuda._cuda.driver import gpu_available
 
-    _import_families()
+    import_families()
     arches = args.arch
     if not arches:
         if gpu_available():
@@ -71,13 +60,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
             arches = [device_info(0).arch]
         else:
             arches = ["sm_90"]
-    jobs = [(s, e, a) for s in registered_sources() for e in s.elements for a in arches]
+    jobs = [(s.name, e, a) for s in registered_sources() for e in s.elements for a in arches]
     t0 = time.perf_counter()
-    for i, (src, el, arch) in enumerate(jobs, 1):
-        t = time.perf_counter()
-        cubin = compile_cubin(src, el, arch)
-        print(f"[{i:3d}/{len(jobs)}] {src.name:<28} {el.value:<5} {arch:<6} "
-              f"{len(cubin) / 1024:7.1f} KiB  {time.perf_counter() - t:5.2f} s")  # fmt: skip
+    workers = max(1, min(args.jobs, len(jobs)))
+    results: Iterable[tuple[str, str, str, int, float]]
+    if workers == 1:
+        results = map(compile_job, jobs)
+    else:
+        # NVRTC is single-threaded: one process per program; the cache takes concurrent writers
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+        results = pool.map(compile_job, jobs)
+    for i, (name, el, arch, size, secs) in enumerate(results, 1):
+        print(f"[{i:3d}/{len(jobs)}] {name:<28} {el:<5} {arch:<6} "
+              f"{size / 1024:7.1f} KiB  {secs:5.2f} s")  # fmt: skip
         sys.stdout.flush()
     print(f"compiled {len(jobs)} programs in {time.perf_counter() - t0:.1f} s")
     return 0
@@ -102,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("info", help="versions, GPU, arch, kernel cache").set_defaults(fn=cmd_info)
     c = sub.add_parser("compile", help="compile every kernel instantiation into the cache")
     c.add_argument("--arch", action="append", help="sm_XY (repeatable); default: the GPU's")
+    c.add_argument("--jobs", "-j", type=int, default=1, help="parallel compiler processes")
     c.set_defaults(fn=cmd_compile)
     k = sub.add_parser("check", help="run every op against float64 truth, print a table")
     k.add_argument("--backend", choices=["cuda", "array-api"], default=None)

@@ -16,9 +16,9 @@ from baracuda.types import ElementKind
 
 
 def _all_sources() -> list[KernelSource]:
-    from baracuda.__main__ import _import_families
+    from baracuda._registry import import_families
 
-    _import_families()
+    import_families()
     return list(registered_sources())
 
 

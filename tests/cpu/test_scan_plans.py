@@ -51,15 +51,27 @@ def test_chunking_covers_rows_and_stays_aligned() -> None:
                 assert (ch.nchunks - 1) * ch.chunk_len < n <= ch.nchunks * ch.chunk_len
                 if ch.layout == "rows8" and ch.nchunks > 1:
                     assert ch.chunk_len % (256 * 8) == 0 or ch.chunk_len % (256 * 4) == 0
-                if ch.nchunks > 1:
+                if ch.layout.startswith("lb"):
+                    assert ch.width * ch.groups >= rows > ch.width * (ch.groups - 1)
+                    assert ch.width & (ch.width - 1) == 0 and ch.width <= 32
+                    assert state_bytes((rows, n), 1, itemsize, 132) >= (
+                        128 + 4 * ch.tiles + 32 * ch.tiles * ch.width)
+                elif ch.nchunks > 1:
                     assert state_bytes((rows, n), 1, itemsize, 132) >= rows * ch.nchunks * 16
 
 
-def test_long_rows_are_split_across_blocks() -> None:
+def test_long_rows_are_split_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     ch = chunking("rows", 1, 2**26, 4, 132)
-    assert ch.nchunks >= 132
+    assert ch.layout == "lbrows" and ch.nchunks >= 132
     ch = chunking("cols", 8192, 4096, 4, 132)
-    assert ch.nchunks > 1
+    assert ch.layout == "lbcols" and ch.nchunks > 1 and ch.width == 32
+    ch = chunking("cols", 2, 2**20, 4, 132)
+    assert ch.layout == "lbcols" and ch.width == 2 and ch.tiles >= 132
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "LOOKBACK", False)
+    assert chunking("rows", 1, 2**26, 4, 132).layout == "rows8"
+    assert chunking("cols", 8192, 4096, 4, 132).layout == "cols"
 
 
 def test_flag_strides_match_layouts() -> None:

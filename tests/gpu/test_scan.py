@@ -138,17 +138,21 @@ def layouts(shape: tuple[int, ...], dt: Any, kind: ScanKind) -> dict[str, Any]:
     return out
 
 
-# (shape, axis): short rows (warp), block rows, chunked long rows, non-innermost axes
-# (cols, cols chunked), rank 4
+# (shape, axis): short rows (warp), block rows, long rows in look-back tiles, non-innermost
+# axes (look-back tiles of 32 / 4 / 2 adjacent rows, several chunks, a partial group), rank 4
 CASES = [
     ((37, 129), -1),
     ((33, 1500), 1),
     ((3, 50001), 1),
     ((300, 65), 0),
+    ((5000, 3), 0),
+    ((9000, 2), 0),
     ((5, 40, 33), 1),
     ((2, 3, 4, 70), -2),
     ((1000,), 0),
 ]
+# cases that take the multi-tile paths (look-back, or three passes with LOOKBACK off)
+CHUNKED = [((3, 50001), 1), ((300, 65), 0), ((5000, 3), 0)]
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
@@ -160,6 +164,38 @@ def test_scan_layouts(kind: ScanKind, element: ElementKind, case: tuple[tuple[in
     shape, axis = case
     for name, x in layouts(shape, torch_dtype(element), kind).items():
         check_op(kind, element, x, axis, reverse, f"{name} {shape} axis={axis} rev={reverse}")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+@pytest.mark.parametrize("case", CHUNKED, ids=str)
+def test_scan_three_pass_chunks(kind: ScanKind, element: ElementKind,
+                                case: tuple[tuple[int, ...], int],
+                                monkeypatch: Any) -> None:  # fmt: skip
+    """The three-pass chunked scan (LOOKBACK off) on the shapes that would take look-back."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "LOOKBACK", False)
+    shape, axis = case
+    for reverse in (False, True):
+        for name, x in layouts(shape, torch_dtype(element), kind).items():
+            check_op(kind, element, x, axis, reverse, f"3-pass {name} {shape} rev={reverse}")
+
+
+@pytest.mark.parametrize("shape_axis", [((3, 2**20), 1), ((2048, 4096), 0), ((2**18, 2), 0)],
+                         ids=str)  # fmt: skip
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.LOGCUMSUMEXP], ids=lambda k: k.value)
+def test_lookback_is_deterministic(shape_axis: tuple[tuple[int, ...], int],
+                                   kind: ScanKind) -> None:  # fmt: skip
+    """Look-back folds carries in one fixed order: repeated runs agree bit for bit."""
+    shape, axis = shape_axis
+    x = torch.from_numpy(make_input(kind, shape, 9)).to("cuda", torch.float32)
+    first, _ = run_forward(kind, x, axis, False)
+    for _ in range(5):
+        again, _ = run_forward(kind, x, axis, False)
+        assert torch.equal(first, again)
+    ref = R.scan(kind, _np64(x), axis, False)
+    assert_close(first, ref, ElementKind.F32, scale=scale_of(kind, shape[axis]), what="lookback")
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)

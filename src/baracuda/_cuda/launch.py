@@ -16,7 +16,7 @@ from typing import Any
 from baracuda._cuda.driver import check, driver
 from baracuda._cuda.stream import Stream
 
-__all__ = ["launch", "launch_packed", "MAX_GRID_X", "MAX_GRID_YZ"]
+__all__ = ["launch", "launch_packed", "memset_zero", "MAX_GRID_X", "MAX_GRID_YZ"]
 
 MAX_GRID_X = 2**31 - 1
 MAX_GRID_YZ = 65535
@@ -99,3 +99,11 @@ def launch_packed(
         ),
         f"cuLaunchKernel({name})",
     )  # fmt: skip
+
+
+def memset_zero(ptr: int, nbytes: int, stream: Stream) -> None:
+    """Enqueue zeroing ``nbytes`` (a multiple of 4) at device address ``ptr`` (4-byte aligned)."""
+    if nbytes <= 0:
+        return
+    assert nbytes % 4 == 0 and ptr % 4 == 0
+    check(driver().cuMemsetD32Async(ptr, 0, nbytes // 4, stream.cu), "cuMemsetD32Async")

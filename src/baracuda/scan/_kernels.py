@@ -8,9 +8,13 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
 - ``cols``: the axis is strided; one thread per (row, chunk), adjacent rows on adjacent
   threads (coalesced when the innermost outer dim is contiguous).
 
-When rows alone cannot fill the GPU, each row is cut into chunks: a reduce pass writes
-chunk totals to the workspace, ``states`` turns them into exclusive carries in place, and
-the final pass rescans each chunk from its carry.
+When rows alone cannot fill the GPU, each row is cut into tiles scanned in one pass with
+decoupled look-back (``lbrows``: a block per piece of one row; ``lbcols``: a block per
+piece of up to 32 adjacent rows): a block publishes its tile's total, folds the totals of
+the tiles before it from the nearest published inclusive prefix, and publishes its own
+(``scan.cu``). With ``LOOKBACK`` off, chunks take three passes instead: a reduce pass
+writes chunk totals to the workspace, ``states`` turns them into exclusive carries in
+place, and the final pass rescans each chunk from its carry.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from dataclasses import dataclass
 
 from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
-from baracuda._cuda.launch import launch
+from baracuda._cuda.launch import launch, memset_zero
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import contiguous_strides, numel, split_axis
+from baracuda.errors import MisalignedOperand
 
 __all__ = [
     "SCAN_SOURCE",
@@ -39,10 +44,11 @@ __all__ = [
     "BLOCK",
     "PIPE_OPS",
     "PIPELINED_ROWS",
+    "LOOKBACK",
 ]
 
 OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd")
-_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8")
+_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
 
@@ -50,6 +56,10 @@ PIPE_OPS = ("sum", "prod", "lse")
 # flight while a tile is scanned and stored) where its launch condition holds; False keeps
 # every launch on ``rows1``. Read at each launch.
 PIPELINED_ROWS = True
+
+# Switch: rows too few to fill the GPU are scanned in one pass with decoupled look-back
+# (lbrows / lbcols); False takes the three-pass chunked scan. Read at each launch.
+LOOKBACK = True
 
 SCAN_SOURCE = register_source(
     KernelSource(
@@ -81,6 +91,9 @@ class Params(ctypes.Structure):
         ("nchunks", ctypes.c_int64),
         ("carry", ctypes.c_uint64),
         ("agg", ctypes.c_uint64),
+        ("lb", ctypes.c_uint64),
+        ("groups", ctypes.c_int64),
+        ("width", ctypes.c_int32),
         ("reverse", ctypes.c_int32),
         ("mode", ctypes.c_int32),
         ("vec", ctypes.c_int32),
@@ -106,9 +119,30 @@ def per_thread(itemsize: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Chunking:
-    layout: str  # "rows1", "rows8" or "cols"
-    nchunks: int
+    layout: str  # "rows1", "rows8", "cols", "lbrows" or "lbcols"
+    nchunks: int  # chunks (tiles) per row
     chunk_len: int
+    width: int = 1  # lbcols: adjacent rows per tile
+    groups: int = 0  # lbcols: tiles across the rows (ceil(rows / width))
+
+    @property
+    def tiles(self) -> int:
+        """Look-back tiles of the launch (0 for the other layouts)."""
+        return self.nchunks * self.groups
+
+
+LB_HEADER = 128  # scan.cu kLbHeader: the tile counter, padded
+
+
+def _lb_rows(rows: int, n: int, itemsize: int) -> Chunking:
+    chunk_len = BLOCK * 2 * per_thread(itemsize)
+    return Chunking("lbrows", _cdiv(n, chunk_len), chunk_len, 1, rows)
+
+
+def _lb_cols(rows: int, n: int, itemsize: int) -> Chunking:
+    width = min(32, 1 << max(0, rows - 1).bit_length())
+    chunk_len = BLOCK // width * (8 if itemsize == 8 else 16)
+    return Chunking("lbcols", _cdiv(n, chunk_len), chunk_len, width, _cdiv(rows, width))
 
 
 def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Chunking:
@@ -122,31 +156,43 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
         target = sm_count * 4  # blocks of 256 threads
         if rows >= target or n <= 2 * tile:
             return Chunking("rows8", 1, n)
+        if LOOKBACK:
+            return _lb_rows(rows, n, itemsize)
         want = min(-(-target // rows), -(-n // tile), _MAX_CHUNKS)
         chunk_len = _round_up(_cdiv(n, want), tile)
         return Chunking("rows8", -(-n // chunk_len), chunk_len)
     target_threads = sm_count * 2048
     if rows * 2 >= target_threads or n <= 4 * _COL_UNROLL:
         return Chunking("cols", 1, max(n, 1))
+    if LOOKBACK:
+        return _lb_cols(rows, n, itemsize)
     want = min(-(-target_threads // rows), -(-n // (2 * _COL_UNROLL)), _MAX_CHUNKS)
     chunk_len = -(-n // want)
     chunk_len = -(-chunk_len // _COL_UNROLL) * _COL_UNROLL
     return Chunking("cols", -(-n // chunk_len), chunk_len)
 
 
+def _lb_flag_bytes(tiles: int) -> int:
+    """The part of the look-back workspace zeroed before a launch: counter and flags."""
+    return LB_HEADER + _round_up(4 * tiles, 16)
+
+
+def _state_need(ch: Chunking, rows: int) -> int:
+    if ch.layout.startswith("lb"):
+        return _lb_flag_bytes(ch.tiles) + 2 * STATE_BYTES * ch.tiles * ch.width
+    return rows * ch.nchunks * STATE_BYTES if ch.nchunks > 1 else 0
+
+
 def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -> int:
-    """Workspace bytes for chunk carries, the most either layout may need for this shape."""
+    """Workspace bytes for chunk carries or look-back tiles, the most either layout may
+    need for this shape."""
     n = shape[axis]
     total = numel(shape)
     if total == 0:
         return 0
     rows = total // n
-    need = 0
-    for layout in ("rows", "cols"):
-        ch = chunking(layout, rows, n, itemsize, sm_count)
-        if ch.nchunks > 1:
-            need = max(need, rows * ch.nchunks * STATE_BYTES)
-    return need
+    return max(_state_need(chunking(lay, rows, n, itemsize, sm_count), rows)
+               for lay in ("rows", "cols"))  # fmt: skip
 
 
 def layout_of(primary: TensorView, axis: int) -> str:
@@ -249,6 +295,18 @@ def launch_scan(
         variant = "pipe1"
     kernel = f"scan_{op}_{variant}"
     fn = module.function(kernel)
+    if ch.layout.startswith("lb"):
+        # one pass: zero the tile counter and flags, then tiles in counter order
+        if states_ptr % 16:
+            raise MisalignedOperand(
+                f"scan: workspace must be 16-byte aligned (got address {states_ptr:#x})"
+            )
+        params.lb = states_ptr
+        params.groups, params.width = ch.groups, ch.width
+        memset_zero(states_ptr, _lb_flag_bytes(ch.tiles), stream)
+        grid = max(1, min(ch.tiles, sm_count * 8))
+        launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
+        return f"{ch.layout}x{ch.tiles}"
     items = rows * ch.nchunks
     if ch.layout == "cols":
         grid = max(1, min(-(-items // BLOCK), sm_count * 64))

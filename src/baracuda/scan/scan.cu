@@ -12,7 +12,11 @@
 //                  (coalesced when the innermost outer dim is contiguous), serial walk with
 //                  U loads in flight.
 //   states1/8      in-place exclusive scan of per-chunk totals (multi-chunk rows).
-// A multi-chunk launch is reduce (write chunk totals) -> states -> final (carry-in).
+//   lbrows / lbcols  single pass over lines too few to fill the GPU: each block scans one
+//                  tile (a piece of a line, or of 2-32 adjacent lines) and takes its carry
+//                  by decoupled look-back over the tiles before it (see `lookback`).
+// A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
+// workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
 
 namespace bc {
@@ -32,6 +36,9 @@ struct Params {
   i64 rows, n, chunk_len, nchunks;
   void* carry;  // S[rows * nchunks]: exclusive carry of each (row, chunk), or null
   void* agg;    // S[rows * nchunks]: written with chunk totals (reduce pass), or null
+  void* lb;     // look-back workspace (lb* kernels): counter, tile flags, tile states
+  i64 groups;   // lbcols: groups of `width` adjacent lines
+  int width;    // lbcols: lines per tile (a power of two <= 32)
   int reverse;
   int mode;     // op-specific flags
   int vec;      // T operands allow 16-byte vectors along the axis (stride 1, aligned rows)
@@ -274,17 +281,123 @@ __device__ __forceinline__ void store_aux(const Params& P, const Op& op, i64 bas
   }
 }
 
+// One tile of a contiguous line for rows1/rows8/lbrows: this group's threads own K
+// consecutive scan positions each from `tile` (those before q1 are valid). `carry_in(total)`
+// is called by every thread of the group after the group scan with the tile's total and
+// returns the tile's carry-in (uniform over the group); outputs are stored unless `reduce`.
+template <typename T, typename A, class Op, int GW, int K, class CarryIn>
+__device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i64* base, i64 tile,
+                                          i64 q1, bool reduce, typename Op::S* scratch,
+                                          CarryIn&& carry_in) {
+  typedef typename Op::S S;
+  constexpr int L = 16 / sizeof(T);  // lanes of one 16-byte vector
+  static_assert(K % L == 0, "a thread's elements are whole vectors");
+  constexpr int GT = 32 * GW;
+  const int t = threadIdx.x % GT;
+  const i64 qt = tile + (i64)t * K;
+  const i64 pstart = P.reverse ? P.n - qt - K : qt;  // lowest physical index of the group
+  const bool vec = P.vec && qt + K <= q1 && pstart % L == 0;
+  A v[Op::kIn][K];
+  A nb[K];
+  unsigned char fl[K];
+#pragma unroll
+  for (int j = 0; j < Op::kIn; ++j) {
+    const T* src = in_ptr<T>(P, j);
+    if (vec) {
+      T raw[K];
+      const Vec16<T>* vp = reinterpret_cast<const Vec16<T>*>(src + base[j] + pstart);
+#pragma unroll
+      for (int u = 0; u < K / L; ++u) {
+        const Vec16<T> w = vp[u];
+#pragma unroll
+        for (int l = 0; l < L; ++l) raw[u * L + l] = w.v[l];
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) v[j][k] = to_acc(raw[P.reverse ? K - 1 - k : k]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        v[j][k] = qt + k < q1 ? to_acc(src[base[j] + phys(P, qt + k) * P.op[j].axis_stride])
+                              : A(0);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const i64 q = qt + k;
+    nb[k] = A(1);
+    fl[k] = 0;
+    if constexpr (Op::kNb) {
+      if (q + 1 < P.n && q < q1)
+        nb[k] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, q + 1) * P.op[IN2].axis_stride]);
+    }
+    if constexpr (Op::kAuxIn) {
+      if (q < q1)
+        fl[k] = static_cast<const unsigned char*>(
+            P.op[AUX].ptr)[base[AUX] + phys(P, q) * P.op[AUX].axis_stride];
+    }
+  }
+  S st[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    A vk[Op::kIn];
+#pragma unroll
+    for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+    st[k] = qt + k < q1 ? op.make(vk, fl[k], phys(P, qt + k)) : op.identity();
+    if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+  }
+  S excl, total;
+  group_scan<GW>(op, st[K - 1], excl, total, scratch);
+  const S carry = carry_in(total);
+  if (reduce || qt >= q1) return;
+  const S prefix = op.combine(carry, excl);
+  S prev = prefix;
+  A res[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const S inc = op.combine(prefix, st[k]);
+    A vk[Op::kIn];
+#pragma unroll
+    for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+    res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
+    if (qt + k < q1) store_aux<T, A>(P, op, base[AUX], phys(P, qt + k), inc);
+    prev = inc;
+  }
+  if (P.op[OUT].ptr != nullptr) {
+    T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
+    if (vec) {
+      Vec16<T>* vp = reinterpret_cast<Vec16<T>*>(dst + pstart);
+#pragma unroll
+      for (int u = 0; u < K / L; ++u) {
+        Vec16<T> w;
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          const int k = u * L + l;
+          w.v[l] = from_acc<T>(res[P.reverse ? K - 1 - k : k]);
+        }
+        vp[u] = w;
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (qt + k < q1) dst[phys(P, qt + k) * P.op[OUT].axis_stride] = from_acc<T>(res[k]);
+    }
+  }
+}
+
+template <typename T>
+__host__ __device__ constexpr int rows_per_thread() {
+  return sizeof(T) == 8 ? 4 : 8;  // 2 or 1 vectors; the look-back tiles take twice as many
+}
+
 template <typename T, typename A, class Op, int GW>
 __device__ void scan_rows(const Params& P) {
   typedef typename Op::S S;
-  constexpr int K = sizeof(T) == 8 ? 4 : 8;  // elements per thread per tile (2 or 1 vectors)
-  constexpr int L = 16 / sizeof(T);  // lanes of one 16-byte vector
+  constexpr int K = rows_per_thread<T>();
   constexpr int GT = 32 * GW;
   constexpr int GPB = kBlock / GT;
   __shared__ S scratch[8];
   const Op op{P.mode};
   const int g = threadIdx.x / GT;
-  const int t = threadIdx.x % GT;
   const bool reduce = P.agg != nullptr;
   const i64 items = P.rows * P.nchunks;
   for (i64 first = (i64)blockIdx.x * GPB; first < items; first += (i64)gridDim.x * GPB) {
@@ -300,97 +413,285 @@ __device__ void scan_rows(const Params& P) {
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
     S carry = P.carry != nullptr ? static_cast<const S*>(P.carry)[item] : op.identity();
     for (i64 tile = q0; tile < q1; tile += (i64)GT * K) {
-      const i64 qt = tile + (i64)t * K;
-      const i64 pstart = P.reverse ? P.n - qt - K : qt;  // lowest physical index of the group
-      const bool vec = P.vec && qt + K <= q1 && pstart % L == 0;
-      A v[Op::kIn][K];
-      A nb[K];
-      unsigned char fl[K];
+      rows_tile<T, A, Op, GW, K>(P, op, base, tile, q1, reduce, scratch, [&](const S& total) {
+        const S in = carry;
+        carry = op.combine(carry, total);
+        return in;
+      });
+    }
+    if (reduce && threadIdx.x % GT == 0) static_cast<S*>(P.agg)[item] = carry;
+  }
+}
+
+// ------------------------------------------------------------ decoupled look-back
+// Workspace (P.lb): a 64-bit tile counter at 0, one 32-bit flag per tile at 128 (0: not
+// ready, 1: aggregate published, 2: inclusive prefix published), then agg[tiles * width]
+// and inc[tiles * width] in 16-byte slots. Zeroed up to the states by the host before the
+// launch. Tiles are numbered in the order blocks take them from the counter, so every tile
+// a block waits on belongs to a block that is running or done: no deadlock. The carry is
+// folded in one fixed order, inc(t) = inc(t - 1) (+) agg(t), whichever predecessors
+// happened to be ready: results do not depend on timing.
+
+constexpr int kLbHeader = 128;
+
+template <class S>
+struct LbTiles {
+  unsigned* flags;
+  S* agg;
+  S* inc;
+};
+
+template <class S>
+__device__ __forceinline__ LbTiles<S> lb_tiles(const Params& P, i64 tiles, int width) {
+  char* b = static_cast<char*>(P.lb);
+  const i64 fbytes = (tiles * 4 + 15) / 16 * 16;
+  S* agg = reinterpret_cast<S*>(b + kLbHeader + fbytes);
+  return {reinterpret_cast<unsigned*>(b + kLbHeader), agg,
+          reinterpret_cast<S*>(reinterpret_cast<char*>(agg) + tiles * width * 16)};
+}
+
+__device__ __forceinline__ i64 lb_next_tile(const Params& P) {
+  return (i64)atomicAdd(static_cast<unsigned long long*>(P.lb), 1ull);
+}
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// States go through L2 (never a stale L1 line): 4-byte words, every S is a multiple of 4.
+template <class S>
+__device__ __forceinline__ S ld_state(const S* p) {
+  unsigned w[sizeof(S) / 4];
 #pragma unroll
-      for (int j = 0; j < Op::kIn; ++j) {
-        const T* src = in_ptr<T>(P, j);
-        if (vec) {
-          T raw[K];
-          const Vec16<T>* vp = reinterpret_cast<const Vec16<T>*>(src + base[j] + pstart);
+  for (int i = 0; i < (int)(sizeof(S) / 4); ++i) w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
+  S s;
+  memcpy(&s, w, sizeof(S));
+  return s;
+}
+template <class S>
+__device__ __forceinline__ void st_state(S* p, const S& s) {
+  unsigned w[sizeof(S) / 4];
+  memcpy(w, &s, sizeof(S));
 #pragma unroll
-          for (int u = 0; u < K / L; ++u) {
-            const Vec16<T> w = vp[u];
-#pragma unroll
-            for (int l = 0; l < L; ++l) raw[u * L + l] = w.v[l];
-          }
-#pragma unroll
-          for (int k = 0; k < K; ++k) v[j][k] = to_acc(raw[P.reverse ? K - 1 - k : k]);
-        } else {
-#pragma unroll
-          for (int k = 0; k < K; ++k)
-            v[j][k] = qt + k < q1 ? to_acc(src[base[j] + phys(P, qt + k) * P.op[j].axis_stride])
-                                  : A(0);
-        }
+  for (int i = 0; i < (int)(sizeof(S) / 4); ++i) __stcg(reinterpret_cast<unsigned*>(p) + i, w[i]);
+}
+
+// Called by the 32 lanes of one warp. Lanes c < width hold `total`, the aggregate of line c
+// of tile `tile`, whose predecessors on the same lines are tile - k * stride, k = 1..npred.
+// Publishes the aggregate, waits for the nearest predecessor with an inclusive prefix,
+// folds forward from it and publishes this tile's inclusive prefix. Returns the carry-in
+// (exclusive prefix) of line c in lane c (lane-uniform when width == 1).
+template <class Op>
+__device__ typename Op::S lookback(const Op& op, const LbTiles<typename Op::S>& lb, i64 tile,
+                                   i64 npred, i64 stride, int width, typename Op::S total) {
+  typedef typename Op::S S;
+  const int lane = threadIdx.x & 31;
+  const bool mine = lane < width;
+  const i64 slot = tile * width + lane;
+  if (npred == 0) {
+    if (mine) st_state(lb.inc + slot, total);
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) st_release(lb.flags + tile, 2u);
+    return op.identity();
+  }
+  if (mine) st_state(lb.agg + slot, total);
+  __threadfence();
+  __syncwarp();
+  if (lane == 0) st_release(lb.flags + tile, 1u);
+  // the nearest predecessor k (1-based) with its inclusive prefix out; tile 0 of the lines
+  // publishes one at once, so the search ends within npred
+  i64 kin = 0;
+  for (i64 w = 0; kin == 0; w += 32) {
+    const i64 k = w + lane + 1;
+    unsigned f = 0;
+    if (k <= npred) {
+      const unsigned* fp = lb.flags + (tile - k * stride);
+      do {
+        f = ld_acquire(fp);
+      } while (f == 0);
+    }
+    const unsigned m = __ballot_sync(kFull, f == 2u);
+    if (m != 0u) kin = w + __ffs(m);
+  }
+  __threadfence();
+  S acc = op.identity();
+  if (width == 1) {
+    // windows of 32 predecessors, oldest first: lane i loads k = kw - i, then every lane
+    // folds the window in order
+    for (i64 kw = kin; kw >= 1; kw -= 32) {
+      const i64 k = kw - lane;
+      S v = op.identity();
+      if (k >= 1) v = ld_state((k == kin ? lb.inc : lb.agg) + (tile - k * stride));
+      const int cnt = (int)min((i64)32, kw);
+      for (int i = 0; i < cnt; ++i) {
+        const S x = shfl_idx(v, i);
+        acc = (kw == kin && i == 0) ? x : op.combine(acc, x);
       }
+    }
+  } else if (mine) {
+    acc = ld_state(lb.inc + (tile - kin * stride) * width + lane);
+    for (i64 k = kin - 1; k >= 1; --k)
+      acc = op.combine(acc, ld_state(lb.agg + (tile - k * stride) * width + lane));
+  }
+  if (mine) st_state(lb.inc + slot, op.combine(acc, total));
+  __threadfence();
+  __syncwarp();
+  if (lane == 0) st_release(lb.flags + tile, 2u);
+  return acc;
+}
+
+// lbrows: a block per tile of one contiguous line (nchunks tiles of chunk_len = 256 * K per
+// line, tile = line * nchunks + chunk).
+template <typename T, typename A, class Op>
+__device__ void scan_lb_rows(const Params& P) {
+  typedef typename Op::S S;
+  constexpr int K = 2 * rows_per_thread<T>();
+  __shared__ S scratch[8];
+  __shared__ S carry_sh;
+  __shared__ i64 tile_sh;
+  const Op op{P.mode};
+  const i64 tiles = P.rows * P.nchunks;
+  const LbTiles<S> lb = lb_tiles<S>(P, tiles, 1);
+  for (;;) {
+    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
+    __syncthreads();
+    const i64 tile = tile_sh;
+    if (tile >= tiles) return;
+    const i64 row = tile / P.nchunks;
+    const i64 chunk = tile - row * P.nchunks;
+    const i64 q0 = chunk * P.chunk_len;
+    Coord c;
+    unravel(row, P.outer, c);
+    i64 base[NOPS];
 #pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const i64 q = qt + k;
-        nb[k] = A(1);
-        fl[k] = 0;
-        if constexpr (Op::kNb) {
-          if (q + 1 < P.n && q < q1)
-            nb[k] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, q + 1) * P.op[IN2].axis_stride]);
-        }
-        if constexpr (Op::kAuxIn) {
-          if (q < q1)
-            fl[k] = static_cast<const unsigned char*>(
-                P.op[AUX].ptr)[base[AUX] + phys(P, q) * P.op[AUX].axis_stride];
-        }
+    for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
+    rows_tile<T, A, Op, 8, K>(P, op, base, q0, min(P.n, q0 + P.chunk_len), false, scratch,
+                              [&](const S& total) {
+                                if (threadIdx.x < 32) {
+                                  const S in = lookback(op, lb, tile, chunk, 1, 1, total);
+                                  if (threadIdx.x == 0) carry_sh = in;
+                                }
+                                __syncthreads();
+                                return carry_sh;
+                              });
+    __syncthreads();  // carry_sh and tile_sh are rewritten by the next tile
+  }
+}
+
+// lbcols: the axis is strided. A tile is `width` adjacent lines (lanes, line = group * width
+// + lane % width; adjacent lines are usually adjacent in memory) times 256 / width row
+// lanes of R consecutive positions each; tile = chunk * groups + group. Row lanes are
+// scanned per line with shuffles inside a warp and shared memory across warps.
+template <typename T, typename A, class Op>
+__device__ void scan_lb_cols(const Params& P) {
+  typedef typename Op::S S;
+  constexpr int R = sizeof(T) == 8 ? 8 : 16;
+  __shared__ S scratch[8][32];
+  __shared__ S carry_sh[32];
+  __shared__ i64 tile_sh;
+  const Op op{P.mode};
+  const int width = P.width;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int col = lane % width;
+  const int rlane = threadIdx.x / width;  // row lane in the block: 0 .. 256 / width - 1
+  const i64 tiles = P.groups * P.nchunks;
+  const LbTiles<S> lb = lb_tiles<S>(P, tiles, width);
+  for (;;) {
+    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
+    __syncthreads();
+    const i64 tile = tile_sh;
+    if (tile >= tiles) return;
+    const i64 chunk = tile / P.groups;
+    const i64 line = (tile - chunk * P.groups) * width + col;
+    const bool live = line < P.rows;
+    const i64 q0 = chunk * P.chunk_len + (i64)rlane * R;
+    const i64 q1 = min(P.n, chunk * P.chunk_len + P.chunk_len);
+    i64 base[NOPS];
+    {
+      Coord c;
+      unravel(live ? line : 0, P.outer, c);
+#pragma unroll
+      for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
+    }
+    A v[Op::kIn][R];
+    A nb[R];
+    unsigned char fl[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      const i64 q = q0 + k;
+      const bool in = live && q < q1;
+      const i64 p = phys(P, in ? q : 0);
+#pragma unroll
+      for (int j = 0; j < Op::kIn; ++j)
+        v[j][k] = in ? to_acc(in_ptr<T>(P, j)[base[j] + p * P.op[j].axis_stride]) : A(0);
+      nb[k] = A(1);
+      fl[k] = 0;
+      if constexpr (Op::kNb) {
+        if (in && q + 1 < P.n)
+          nb[k] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, q + 1) * P.op[IN2].axis_stride]);
       }
-      S st[K];
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        A vk[Op::kIn];
-#pragma unroll
-        for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-        st[k] = qt + k < q1 ? op.make(vk, fl[k], phys(P, qt + k)) : op.identity();
-        if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+      if constexpr (Op::kAuxIn) {
+        if (in)
+          fl[k] = static_cast<const unsigned char*>(
+              P.op[AUX].ptr)[base[AUX] + p * P.op[AUX].axis_stride];
       }
-      S excl, total;
-      group_scan<GW>(op, st[K - 1], excl, total, scratch);
-      if (!reduce && qt < q1) {
-        const S prefix = op.combine(carry, excl);
-        S prev = prefix;
-        A res[K];
+    }
+    S st[R];
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
+    for (int k = 0; k < R; ++k) {
+      A vk[Op::kIn];
+#pragma unroll
+      for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+      st[k] = live && q0 + k < q1 ? op.make(vk, fl[k], phys(P, q0 + k)) : op.identity();
+      if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+    }
+    // per line across the row lanes of a warp (lanes width apart), then across warps
+    S x = st[R - 1];
+    for (int d = width; d < 32; d <<= 1) {
+      const S y = shfl_up(x, d);
+      if (lane >= d) x = op.combine(y, x);
+    }
+    S e = shfl_up(x, width);
+    if (lane < width) e = op.identity();
+    if (lane >= 32 - width) scratch[warp][col] = x;
+    __syncthreads();
+    S before = op.identity(), all = op.identity();
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      if (w < warp) before = op.combine(before, scratch[w][col]);
+      all = op.combine(all, scratch[w][col]);
+    }
+    if (warp == 0) {
+      const S in = lookback(op, lb, tile, chunk, P.groups, width, all);
+      if (lane < width) carry_sh[lane] = in;
+    }
+    __syncthreads();
+    if (live) {
+      const S prefix = op.combine(carry_sh[col], op.combine(before, e));
+      S prev = prefix;
+#pragma unroll
+      for (int k = 0; k < R; ++k) {
+        const i64 q = q0 + k;
+        if (q < q1) {
+          const i64 p = phys(P, q);
           const S inc = op.combine(prefix, st[k]);
           A vk[Op::kIn];
 #pragma unroll
           for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-          res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
-          if (qt + k < q1) store_aux<T, A>(P, op, base[AUX], phys(P, qt + k), inc);
+          if (P.op[OUT].ptr != nullptr)
+            static_cast<T*>(P.op[OUT].ptr)[base[OUT] + p * P.op[OUT].axis_stride] =
+                from_acc<T>(op.out_value(inc, prev, vk, nb[k], fl[k]));
+          store_aux<T, A>(P, op, base[AUX], p, inc);
           prev = inc;
         }
-        if (P.op[OUT].ptr != nullptr) {
-          T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
-          if (vec) {
-            Vec16<T>* vp = reinterpret_cast<Vec16<T>*>(dst + pstart);
-#pragma unroll
-            for (int u = 0; u < K / L; ++u) {
-              Vec16<T> w;
-#pragma unroll
-              for (int l = 0; l < L; ++l) {
-                const int k = u * L + l;
-                w.v[l] = from_acc<T>(res[P.reverse ? K - 1 - k : k]);
-              }
-              vp[u] = w;
-            }
-          } else {
-#pragma unroll
-            for (int k = 0; k < K; ++k)
-              if (qt + k < q1) dst[phys(P, qt + k) * P.op[OUT].axis_stride] = from_acc<T>(res[k]);
-          }
-        }
       }
-      carry = op.combine(carry, total);
     }
-    if (reduce && threadIdx.x % GT == 0) static_cast<S*>(P.agg)[item] = carry;
+    __syncthreads();  // scratch, carry_sh and tile_sh are rewritten by the next tile
   }
 }
 
@@ -669,6 +970,10 @@ __device__ void scan_states(const Params& P) {
 }  // namespace scan
 }  // namespace bc
 
+// Look-back tiles: at most 128 registers, so two blocks share an SM and one block's loads
+// overlap the other's look-back.
+#define BC_LB_KERNEL(op) extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(op)
+
 #define BC_SCAN_ENTRIES(name, OP)                                                            \
   BC_KERNEL(scan_##name##_rows1, 256)(bc::scan::Params p) {                                  \
     bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                           \
@@ -684,6 +989,12 @@ __device__ void scan_states(const Params& P) {
   }                                                                                          \
   BC_KERNEL(scan_##name##_states8, 256)(bc::scan::Params p) {                                \
     bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                         \
+  }                                                                                          \
+  BC_LB_KERNEL(scan_##name##_lbrows)(bc::scan::Params p) {                                   \
+    bc::scan::scan_lb_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
+  }                                                                                          \
+  BC_LB_KERNEL(scan_##name##_lbcols)(bc::scan::Params p) {                                   \
+    bc::scan::scan_lb_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
   }
 
 // Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
