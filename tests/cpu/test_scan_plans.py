@@ -54,8 +54,10 @@ def test_chunking_covers_rows_and_stays_aligned() -> None:
                 if ch.layout.startswith("lb"):
                     assert ch.width * ch.groups >= rows > ch.width * (ch.groups - 1)
                     assert ch.width & (ch.width - 1) == 0 and ch.width <= 32
+                    nodes = ch.groups * 2 * (1 << (ch.nchunks - 1).bit_length())
+                    assert nodes >= 2 * ch.tiles
                     assert state_bytes((rows, n), 1, itemsize, 132) >= (
-                        128 + 4 * ch.tiles + 32 * ch.tiles * ch.width)
+                        128 + 4 * nodes + 16 * nodes * ch.width)
                 elif ch.nchunks > 1:
                     assert state_bytes((rows, n), 1, itemsize, 132) >= rows * ch.nchunks * 16
 

@@ -9,12 +9,12 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
   threads (coalesced when the innermost outer dim is contiguous).
 
 When rows alone cannot fill the GPU, each row is cut into tiles scanned in one pass with
-decoupled look-back (``lbrows``: a block per piece of one row; ``lbcols``: a block per
-piece of up to 32 adjacent rows): a block publishes its tile's total, folds the totals of
-the tiles before it from the nearest published inclusive prefix, and publishes its own
-(``scan.cu``). With ``LOOKBACK`` off, chunks take three passes instead: a reduce pass
-writes chunk totals to the workspace, ``states`` turns them into exclusive carries in
-place, and the final pass rescans each chunk from its carry.
+decoupled look-back (``lbrows``: a warp per piece of one row; ``lbcols``: a block per
+piece of up to 32 adjacent rows): tiles publish their totals into a tree of aligned blocks
+per row and take their carry from at most log2(tiles) nodes of it (``scan.cu``). With
+``LOOKBACK`` off, chunks take three passes instead: a reduce pass writes chunk totals to
+the workspace, ``states`` turns them into exclusive carries in place, and the final pass
+rescans each chunk from its carry.
 """
 
 from __future__ import annotations
@@ -132,10 +132,11 @@ class Chunking:
 
 
 LB_HEADER = 128  # scan.cu kLbHeader: the tile counter, padded
+_LB_MAX_TILES = 2**32  # tiles per line (scan.cu kLbMaxBits); longer lines take three passes
 
 
 def _lb_rows(rows: int, n: int, itemsize: int) -> Chunking:
-    chunk_len = BLOCK * 2 * per_thread(itemsize)
+    chunk_len = 32 * 2 * per_thread(itemsize)  # a warp's tile
     return Chunking("lbrows", _cdiv(n, chunk_len), chunk_len, 1, rows)
 
 
@@ -156,7 +157,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
         target = sm_count * 4  # blocks of 256 threads
         if rows >= target or n <= 2 * tile:
             return Chunking("rows8", 1, n)
-        if LOOKBACK:
+        if LOOKBACK and n < _LB_MAX_TILES * 32:
             return _lb_rows(rows, n, itemsize)
         want = min(-(-target // rows), -(-n // tile), _MAX_CHUNKS)
         chunk_len = _round_up(_cdiv(n, want), tile)
@@ -164,7 +165,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
     target_threads = sm_count * 2048
     if rows * 2 >= target_threads or n <= 4 * _COL_UNROLL:
         return Chunking("cols", 1, max(n, 1))
-    if LOOKBACK:
+    if LOOKBACK and n < _LB_MAX_TILES:
         return _lb_cols(rows, n, itemsize)
     want = min(-(-target_threads // rows), -(-n // (2 * _COL_UNROLL)), _MAX_CHUNKS)
     chunk_len = -(-n // want)
@@ -172,14 +173,29 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
     return Chunking("cols", -(-n // chunk_len), chunk_len)
 
 
-def _lb_flag_bytes(tiles: int) -> int:
-    """The part of the look-back workspace zeroed before a launch: counter and flags."""
-    return LB_HEADER + _round_up(4 * tiles, 16)
+def _pow2(v: int) -> int:
+    return 1 << max(0, v - 1).bit_length()
+
+
+# Ops whose scan state is one accumulator (4 bytes below f64): look-back nodes packed with
+# their flag in a 64-bit word (scan.cu, LbNodes).
+_SCALAR_STATE = ("sum", "prod", "lse")
+
+
+def _lb_flag_bytes(ch: Chunking, op: str = "", itemsize: int = 4) -> int:
+    """The part of the look-back workspace zeroed before a launch: the tile counter and one
+    flag per tree node (2 * pow2(tiles per line) nodes per line; scan.cu, LbNodes), or for
+    packed states one 64-bit word per node and line."""
+    nodes = ch.groups * 2 * _pow2(ch.nchunks)
+    if op in _SCALAR_STATE and itemsize != 8:
+        return LB_HEADER + 8 * nodes * ch.width
+    return LB_HEADER + _round_up(4 * nodes, 16)
 
 
 def _state_need(ch: Chunking, rows: int) -> int:
     if ch.layout.startswith("lb"):
-        return _lb_flag_bytes(ch.tiles) + 2 * STATE_BYTES * ch.tiles * ch.width
+        nodes = ch.groups * 2 * _pow2(ch.nchunks)
+        return _lb_flag_bytes(ch) + STATE_BYTES * nodes * ch.width
     return rows * ch.nchunks * STATE_BYTES if ch.nchunks > 1 else 0
 
 
@@ -303,8 +319,9 @@ def launch_scan(
             )
         params.lb = states_ptr
         params.groups, params.width = ch.groups, ch.width
-        memset_zero(states_ptr, _lb_flag_bytes(ch.tiles), stream)
-        grid = max(1, min(ch.tiles, sm_count * 8))
+        memset_zero(states_ptr, _lb_flag_bytes(ch, op, itemsize), stream)
+        per_block = BLOCK // 32 if ch.layout == "lbrows" else 1  # warp or block tiles
+        grid = max(1, min(_cdiv(ch.tiles, per_block), sm_count * 8))
         launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
         return f"{ch.layout}x{ch.tiles}"
     items = rows * ch.nchunks

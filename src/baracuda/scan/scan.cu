@@ -12,9 +12,10 @@
 //                  (coalesced when the innermost outer dim is contiguous), serial walk with
 //                  U loads in flight.
 //   states1/8      in-place exclusive scan of per-chunk totals (multi-chunk rows).
-//   lbrows / lbcols  single pass over lines too few to fill the GPU: each block scans one
-//                  tile (a piece of a line, or of 2-32 adjacent lines) and takes its carry
-//                  by decoupled look-back over the tiles before it (see `lookback`).
+//   lbrows / lbcols  single pass over lines too few to fill the GPU: a warp (lbrows: a piece
+//                  of one line) or a block (lbcols: a piece of 1-32 adjacent lines) scans one
+//                  tile and takes its carry by decoupled look-back over a tree of the tiles
+//                  before it (see "decoupled look-back").
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
 // workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
@@ -281,11 +282,78 @@ __device__ __forceinline__ void store_aux(const Params& P, const Op& op, i64 bas
   }
 }
 
+// One 16-byte store (a plain int4 store of repacked lanes may be split into 4-byte ones).
+__device__ __forceinline__ void store16(int4* p, int4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+
+// cummax/cummin's AUX output of one thread's K positions (scan order k, physical pstart +
+// (kRev ? K - 1 - k : k) on the vector path): int64 winner indices, or (mode & 4) uint8
+// "own winner" flags; 16-byte (indices) or K-byte (flags) stores when contiguous and
+// aligned, else one element at a time.
+template <int K, bool kRev>
+__device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 qt, i64 q1,
+                                               i64 pstart, bool vec, const i64 (&win)[K]) {
+  const bool flags = (P.mode & 4) != 0;
+  const i64 as = P.op[AUX].axis_stride;
+  if (vec && as == 1) {
+    const i64 off = abase + pstart;
+    if (flags && (reinterpret_cast<unsigned long long>(P.op[AUX].ptr) + off) % K == 0) {
+      unsigned char b[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        b[kRev ? K - 1 - k : k] = win[k] == (kRev ? P.n - 1 - (qt + k) : qt + k);
+      unsigned char* dst = static_cast<unsigned char*>(P.op[AUX].ptr) + off;
+      if constexpr (K == 16) {
+        uint4 w;
+        memcpy(&w, b, 16);
+        *reinterpret_cast<uint4*>(dst) = w;
+      } else if constexpr (K == 8) {
+        uint2 w;
+        memcpy(&w, b, 8);
+        *reinterpret_cast<uint2*>(dst) = w;
+      } else {
+        unsigned w;
+        memcpy(&w, b, 4);
+        *reinterpret_cast<unsigned*>(dst) = w;
+      }
+      return;
+    }
+    i64* idx = static_cast<i64*>(P.op[AUX].ptr) + off;
+    if (!flags && reinterpret_cast<unsigned long long>(idx) % 16 == 0) {
+      int4* dst = reinterpret_cast<int4*>(idx);
+#pragma unroll
+      for (int u = 0; u < K / 2; ++u) {
+        const i64 lo = win[kRev ? K - 1 - 2 * u : 2 * u];
+        const i64 hi = win[kRev ? K - 2 - 2 * u : 2 * u + 1];
+        int4 w;
+        memcpy(&w.x, &lo, 8);
+        memcpy(&w.z, &hi, 8);
+        store16(dst + u, w);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (qt + k < q1) {
+      const i64 p = kRev ? P.n - 1 - (qt + k) : qt + k;
+      const i64 o = abase + p * as;
+      if (flags)
+        static_cast<unsigned char*>(P.op[AUX].ptr)[o] = win[k] == p ? 1 : 0;
+      else
+        static_cast<i64*>(P.op[AUX].ptr)[o] = win[k];
+    }
+  }
+}
+
 // One tile of a contiguous line for rows1/rows8/lbrows: this group's threads own K
 // consecutive scan positions each from `tile` (those before q1 are valid). `carry_in(total)`
 // is called by every thread of the group after the group scan with the tile's total and
 // returns the tile's carry-in (uniform over the group); outputs are stored unless `reduce`.
-template <typename T, typename A, class Op, int GW, int K, class CarryIn>
+template <typename T, typename A, class Op, int GW, int K, bool kRev, class CarryIn>
 __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i64* base, i64 tile,
                                           i64 q1, bool reduce, typename Op::S* scratch,
                                           CarryIn&& carry_in) {
@@ -295,7 +363,7 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
   constexpr int GT = 32 * GW;
   const int t = threadIdx.x % GT;
   const i64 qt = tile + (i64)t * K;
-  const i64 pstart = P.reverse ? P.n - qt - K : qt;  // lowest physical index of the group
+  const i64 pstart = kRev ? P.n - qt - K : qt;  // lowest physical index of the group
   const bool vec = P.vec && qt + K <= q1 && pstart % L == 0;
   A v[Op::kIn][K];
   A nb[K];
@@ -313,7 +381,7 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
         for (int l = 0; l < L; ++l) raw[u * L + l] = w.v[l];
       }
 #pragma unroll
-      for (int k = 0; k < K; ++k) v[j][k] = to_acc(raw[P.reverse ? K - 1 - k : k]);
+      for (int k = 0; k < K; ++k) v[j][k] = to_acc(raw[kRev ? K - 1 - k : k]);
     } else {
 #pragma unroll
       for (int k = 0; k < K; ++k)
@@ -352,6 +420,7 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
   const S prefix = op.combine(carry, excl);
   S prev = prefix;
   A res[K];
+  i64 win[K];  // cummax/cummin: physical index of each running winner
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const S inc = op.combine(prefix, st[k]);
@@ -359,22 +428,27 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
 #pragma unroll
     for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
     res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
-    if (qt + k < q1) store_aux<T, A>(P, op, base[AUX], phys(P, qt + k), inc);
+    if constexpr (Op::kAuxOut) win[k] = inc.i;
     prev = inc;
+  }
+  if constexpr (Op::kAuxOut) {
+    if (P.op[AUX].ptr != nullptr) rows_store_aux<K, kRev>(P, base[AUX], qt, q1, pstart, vec, win);
   }
   if (P.op[OUT].ptr != nullptr) {
     T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
     if (vec) {
-      Vec16<T>* vp = reinterpret_cast<Vec16<T>*>(dst + pstart);
+      int4* vp = reinterpret_cast<int4*>(dst + pstart);
 #pragma unroll
       for (int u = 0; u < K / L; ++u) {
         Vec16<T> w;
 #pragma unroll
         for (int l = 0; l < L; ++l) {
           const int k = u * L + l;
-          w.v[l] = from_acc<T>(res[P.reverse ? K - 1 - k : k]);
+          w.v[l] = from_acc<T>(res[kRev ? K - 1 - k : k]);
         }
-        vp[u] = w;
+        int4 raw;
+        memcpy(&raw, &w, 16);
+        store16(vp + u, raw);
       }
     } else {
 #pragma unroll
@@ -389,8 +463,8 @@ __host__ __device__ constexpr int rows_per_thread() {
   return sizeof(T) == 8 ? 4 : 8;  // 2 or 1 vectors; the look-back tiles take twice as many
 }
 
-template <typename T, typename A, class Op, int GW>
-__device__ void scan_rows(const Params& P) {
+template <typename T, typename A, class Op, int GW, bool kRev>
+__device__ __forceinline__ void scan_rows_dir(const Params& P) {
   typedef typename Op::S S;
   constexpr int K = rows_per_thread<T>();
   constexpr int GT = 32 * GW;
@@ -413,51 +487,94 @@ __device__ void scan_rows(const Params& P) {
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
     S carry = P.carry != nullptr ? static_cast<const S*>(P.carry)[item] : op.identity();
     for (i64 tile = q0; tile < q1; tile += (i64)GT * K) {
-      rows_tile<T, A, Op, GW, K>(P, op, base, tile, q1, reduce, scratch, [&](const S& total) {
-        const S in = carry;
-        carry = op.combine(carry, total);
-        return in;
-      });
+      rows_tile<T, A, Op, GW, K, kRev>(P, op, base, tile, q1, reduce, scratch,
+                                       [&](const S& total) {
+                                         const S in = carry;
+                                         carry = op.combine(carry, total);
+                                         return in;
+                                       });
     }
     if (reduce && threadIdx.x % GT == 0) static_cast<S*>(P.agg)[item] = carry;
   }
 }
 
+// The direction is a template argument so every register index is static (a runtime one
+// sends the per-thread arrays to local memory).
+template <typename T, typename A, class Op, int GW>
+__device__ void scan_rows(const Params& P) {
+  if (P.reverse)
+    scan_rows_dir<T, A, Op, GW, true>(P);
+  else
+    scan_rows_dir<T, A, Op, GW, false>(P);
+}
+
 // ------------------------------------------------------------ decoupled look-back
-// Workspace (P.lb): a 64-bit tile counter at 0, one 32-bit flag per tile at 128 (0: not
-// ready, 1: aggregate published, 2: inclusive prefix published), then agg[tiles * width]
-// and inc[tiles * width] in 16-byte slots. Zeroed up to the states by the host before the
-// launch. Tiles are numbered in the order blocks take them from the counter, so every tile
-// a block waits on belongs to a block that is running or done: no deadlock. The carry is
-// folded in one fixed order, inc(t) = inc(t - 1) (+) agg(t), whichever predecessors
-// happened to be ready: results do not depend on timing.
+// Each line's tiles t = 0..T-1 publish tree nodes B(l, i), the combination of tiles
+// [i * 2^l, (i + 1) * 2^l): a tile publishes B(0, t) = its total as soon as it is scanned,
+// and the last tile of each aligned pair joins the pair into the node above. A tile's carry
+// is its prefix [0, t) as the combination of the aligned blocks of t's binary digits (high
+// to low): at most log2(T) nodes, fetched in parallel, and never another tile's carry, so
+// there is no chain from tile to tile. The order of every combination depends on t alone:
+// results do not depend on timing (deterministic), and tile totals are summed in a tree.
+// Per tile: warp 0 publishes while warps 1-7 fetch the carry's nodes into shared memory.
+// Workspace (P.lb): a 64-bit tile counter at 0 (tiles are numbered in the order blocks
+// take them, so every tile waited on belongs to a running or finished block: no deadlock),
+// then the nodes, 2 * pow2 per line (pow2 = the power of two >= T), `width` states per node
+// (one per line of the tile). 4-byte states are packed with their ready flag into one
+// 64-bit word, written and polled with relaxed 64-bit accesses (no fence: the flag cannot
+// be seen without its value). Larger states take a u32 flag per node (released after a
+// fence) and a 16-byte slot per state. The host zeroes the counter and the words or flags
+// before each launch.
 
 constexpr int kLbHeader = 128;
+constexpr int kLbMaxBits = 32;  // tiles per line < 2^32 (checked by the host)
 
 template <class S>
-struct LbTiles {
-  unsigned* flags;
-  S* agg;
-  S* inc;
+struct LbNodes {
+  static constexpr bool kPacked = sizeof(S) == 4;
+  unsigned long long* words;  // kPacked: (1 << 32 | state bits) per (node, line)
+  unsigned* flags;            // otherwise: one flag per node ...
+  S* states;                  // ... and a 16-byte slot per (node, line)
+  i64 per_line;               // nodes per line: 2 * pow2
+  int width;
+  __device__ __forceinline__ i64 node(i64 line, int level, i64 i) const {
+    const i64 pow2 = per_line >> 1;
+    return line * per_line + (2 * pow2 - 2 * (pow2 >> level)) + i;
+  }
 };
 
+__device__ __forceinline__ i64 pow2_at_least(i64 v) {
+  i64 p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
 template <class S>
-__device__ __forceinline__ LbTiles<S> lb_tiles(const Params& P, i64 tiles, int width) {
-  char* b = static_cast<char*>(P.lb);
-  const i64 fbytes = (tiles * 4 + 15) / 16 * 16;
-  S* agg = reinterpret_cast<S*>(b + kLbHeader + fbytes);
-  return {reinterpret_cast<unsigned*>(b + kLbHeader), agg,
-          reinterpret_cast<S*>(reinterpret_cast<char*>(agg) + tiles * width * 16)};
+__device__ __forceinline__ LbNodes<S> lb_nodes(const Params& P, i64 lines, i64 per_line_tiles,
+                                               int width) {
+  char* b = static_cast<char*>(P.lb) + kLbHeader;
+  const i64 per_line = 2 * pow2_at_least(per_line_tiles);
+  const i64 fbytes = (lines * per_line * 4 + 15) / 16 * 16;
+  return {reinterpret_cast<unsigned long long*>(b), reinterpret_cast<unsigned*>(b),
+          reinterpret_cast<S*>(b + fbytes), per_line, width};
 }
 
 __device__ __forceinline__ i64 lb_next_tile(const Params& P) {
   return (i64)atomicAdd(static_cast<unsigned long long*>(P.lb), 1ull);
 }
 
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
   unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+__device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -467,7 +584,8 @@ template <class S>
 __device__ __forceinline__ S ld_state(const S* p) {
   unsigned w[sizeof(S) / 4];
 #pragma unroll
-  for (int i = 0; i < (int)(sizeof(S) / 4); ++i) w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
+  for (int i = 0; i < (int)(sizeof(S) / 4); ++i)
+    w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
   S s;
   memcpy(&s, w, sizeof(S));
   return s;
@@ -480,87 +598,124 @@ __device__ __forceinline__ void st_state(S* p, const S& s) {
   for (int i = 0; i < (int)(sizeof(S) / 4); ++i) __stcg(reinterpret_cast<unsigned*>(p) + i, w[i]);
 }
 
-// Called by the 32 lanes of one warp. Lanes c < width hold `total`, the aggregate of line c
-// of tile `tile`, whose predecessors on the same lines are tile - k * stride, k = 1..npred.
-// Publishes the aggregate, waits for the nearest predecessor with an inclusive prefix,
-// folds forward from it and publishes this tile's inclusive prefix. Returns the carry-in
-// (exclusive prefix) of line c in lane c (lane-uniform when width == 1).
-template <class Op>
-__device__ typename Op::S lookback(const Op& op, const LbTiles<typename Op::S>& lb, i64 tile,
-                                   i64 npred, i64 stride, int width, typename Op::S total) {
-  typedef typename Op::S S;
-  const int lane = threadIdx.x & 31;
-  const bool mine = lane < width;
-  const i64 slot = tile * width + lane;
-  if (npred == 0) {
-    if (mine) st_state(lb.inc + slot, total);
+// Warp-collective: lanes c < width publish `v` as line c of node `id`.
+template <class S>
+__device__ __forceinline__ void lb_publish(const LbNodes<S>& lb, i64 id, int lane, const S& v) {
+  if constexpr (LbNodes<S>::kPacked) {
+    if (lane < lb.width) {
+      unsigned bits;
+      memcpy(&bits, &v, 4);
+      st_relaxed(lb.words + id * lb.width + lane, (1ull << 32) | bits);
+    }
+  } else {
+    if (lane < lb.width) st_state(lb.states + id * lb.width + lane, v);
     __threadfence();
     __syncwarp();
-    if (lane == 0) st_release(lb.flags + tile, 2u);
-    return op.identity();
+    if (lane == 0) st_release(lb.flags + id, 1u);
   }
-  if (mine) st_state(lb.agg + slot, total);
-  __threadfence();
-  __syncwarp();
-  if (lane == 0) st_release(lb.flags + tile, 1u);
-  // the nearest predecessor k (1-based) with its inclusive prefix out; tile 0 of the lines
-  // publishes one at once, so the search ends within npred
-  i64 kin = 0;
-  for (i64 w = 0; kin == 0; w += 32) {
-    const i64 k = w + lane + 1;
-    unsigned f = 0;
-    if (k <= npred) {
-      const unsigned* fp = lb.flags + (tile - k * stride);
-      do {
-        f = ld_acquire(fp);
-      } while (f == 0);
+}
+
+// One thread: waits for node `id` and returns its line c.
+template <class S>
+__device__ __forceinline__ S lb_fetch(const LbNodes<S>& lb, i64 id, int c) {
+  if constexpr (LbNodes<S>::kPacked) {
+    const unsigned long long* p = lb.words + id * lb.width + c;
+    unsigned long long w;
+    while (((w = ld_relaxed(p)) >> 32) == 0ull) {
     }
-    const unsigned m = __ballot_sync(kFull, f == 2u);
-    if (m != 0u) kin = w + __ffs(m);
-  }
-  __threadfence();
-  S acc = op.identity();
-  if (width == 1) {
-    // windows of 32 predecessors, oldest first: lane i loads k = kw - i, then every lane
-    // folds the window in order
-    for (i64 kw = kin; kw >= 1; kw -= 32) {
-      const i64 k = kw - lane;
-      S v = op.identity();
-      if (k >= 1) v = ld_state((k == kin ? lb.inc : lb.agg) + (tile - k * stride));
-      const int cnt = (int)min((i64)32, kw);
-      for (int i = 0; i < cnt; ++i) {
-        const S x = shfl_idx(v, i);
-        acc = (kw == kin && i == 0) ? x : op.combine(acc, x);
-      }
+    const unsigned bits = (unsigned)w;
+    S v;
+    memcpy(&v, &bits, 4);
+    return v;
+  } else {
+    while (ld_relaxed(lb.flags + id) == 0u) {
     }
-  } else if (mine) {
-    acc = ld_state(lb.inc + (tile - kin * stride) * width + lane);
-    for (i64 k = kin - 1; k >= 1; --k)
-      acc = op.combine(acc, ld_state(lb.agg + (tile - k * stride) * width + lane));
+    __threadfence();
+    return ld_state(lb.states + id * lb.width + c);
   }
-  if (mine) st_state(lb.inc + slot, op.combine(acc, total));
-  __threadfence();
-  __syncwarp();
-  if (lane == 0) st_release(lb.flags + tile, 2u);
+}
+
+// Warp-collective, warp 0: lanes c < width hold the total of line c of tile t; publishes
+// B(0, t) and every node t completes (t's bits below the level all ones; a right child
+// is joined with its left sibling into the node above).
+template <class Op>
+__device__ __forceinline__ void lb_publish_tile(const Op& op, const LbNodes<typename Op::S>& lb,
+                                                i64 group, i64 t, typename Op::S node) {
+  const int lane = threadIdx.x & 31;
+  for (int level = 0;; ++level) {
+    lb_publish(lb, lb.node(group, level, t >> level), lane, node);
+    if (((t >> level) & 1) == 0) break;
+    if (lane < lb.width)
+      node = op.combine(lb_fetch(lb, lb.node(group, level, (t >> level) - 1), lane), node);
+  }
+}
+
+// Threads 32.. of the block (warps 1-7): fetch the nodes of t's carry, j-th set bit of t
+// from the top into sh[j][c] for every line c.
+template <class S>
+__device__ __forceinline__ void lb_gather(const LbNodes<S>& lb, i64 group, i64 t,
+                                         S (*sh)[32]) {
+  const int nbits = __popcll((unsigned long long)t);
+  const int total = nbits * lb.width;
+  for (int i = (int)threadIdx.x - 32; i < total; i += kBlock - 32) {
+    const int j = i / lb.width, c = i - j * lb.width;
+    i64 rest = t;
+    for (int k = 0; k < j; ++k) rest &= ~(1ll << (63 - __clzll((long long)rest)));
+    const int level = 63 - __clzll((long long)rest);
+    const i64 start = t & ~((2ll << level) - 1);  // t's bits above `level`
+    sh[j][c] = lb_fetch(lb, lb.node(group, level, start >> level), c);
+  }
+}
+
+// The carry of line c from the gathered nodes (after a barrier), oldest first.
+template <class Op>
+__device__ __forceinline__ typename Op::S lb_fold(const Op& op, typename Op::S (*sh)[32],
+                                                  int nbits, int c) {
+  if (nbits == 0) return op.identity();
+  typename Op::S acc = sh[0][c];
+  for (int j = 1; j < nbits; ++j) acc = op.combine(acc, sh[j][c]);
   return acc;
 }
 
-// lbrows: a block per tile of one contiguous line (nchunks tiles of chunk_len = 256 * K per
-// line, tile = line * nchunks + chunk).
-template <typename T, typename A, class Op>
-__device__ void scan_lb_rows(const Params& P) {
+// Warp-collective, warp-level tiles (width 1): every lane gets the carry of tile t. Lane j
+// fetches the node of the j-th set bit of t from the top, then every lane folds in order.
+template <class Op>
+__device__ __forceinline__ typename Op::S lb_carry_warp(const Op& op,
+                                                        const LbNodes<typename Op::S>& lb,
+                                                        i64 line, i64 t) {
+  typedef typename Op::S S;
+  const int lane = threadIdx.x & 31;
+  const int nbits = __popcll((unsigned long long)t);
+  S v = op.identity();
+  if (lane < nbits) {
+    i64 rest = t;
+    for (int k = 0; k < lane; ++k) rest &= ~(1ll << (63 - __clzll((long long)rest)));
+    const int level = 63 - __clzll((long long)rest);
+    const i64 start = t & ~((2ll << level) - 1);  // t's bits above `level`
+    v = lb_fetch(lb, lb.node(line, level, start >> level), 0);
+  }
+  __syncwarp();
+  if (nbits == 0) return op.identity();
+  S acc = shfl_idx(v, 0);
+  for (int j = 1; j < nbits; ++j) acc = op.combine(acc, shfl_idx(v, j));
+  return acc;
+}
+
+// lbrows: a warp per tile of one contiguous line (nchunks tiles of chunk_len = 32 * K per
+// line, tile = line * nchunks + chunk); no block barriers, so the warps of an SM overlap
+// each other's loads and look-backs.
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
   typedef typename Op::S S;
   constexpr int K = 2 * rows_per_thread<T>();
-  __shared__ S scratch[8];
-  __shared__ S carry_sh;
-  __shared__ i64 tile_sh;
   const Op op{P.mode};
+  const int lane = threadIdx.x & 31;
   const i64 tiles = P.rows * P.nchunks;
-  const LbTiles<S> lb = lb_tiles<S>(P, tiles, 1);
+  const LbNodes<S> lb = lb_nodes<S>(P, P.rows, P.nchunks, 1);
   for (;;) {
-    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
-    __syncthreads();
-    const i64 tile = tile_sh;
+    long long got = 0;
+    if (lane == 0) got = lb_next_tile(P);
+    const i64 tile = __shfl_sync(kFull, got, 0);
     if (tile >= tiles) return;
     const i64 row = tile / P.nchunks;
     const i64 chunk = tile - row * P.nchunks;
@@ -570,17 +725,20 @@ __device__ void scan_lb_rows(const Params& P) {
     i64 base[NOPS];
 #pragma unroll
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
-    rows_tile<T, A, Op, 8, K>(P, op, base, q0, min(P.n, q0 + P.chunk_len), false, scratch,
-                              [&](const S& total) {
-                                if (threadIdx.x < 32) {
-                                  const S in = lookback(op, lb, tile, chunk, 1, 1, total);
-                                  if (threadIdx.x == 0) carry_sh = in;
-                                }
-                                __syncthreads();
-                                return carry_sh;
-                              });
-    __syncthreads();  // carry_sh and tile_sh are rewritten by the next tile
+    rows_tile<T, A, Op, 1, K, kRev>(P, op, base, q0, min(P.n, q0 + P.chunk_len), false,
+                                    static_cast<S*>(nullptr), [&](const S& total) {
+                                      lb_publish_tile(op, lb, row, chunk, total);
+                                      return lb_carry_warp(op, lb, row, chunk);
+                                    });
   }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_lb_rows(const Params& P) {
+  if (P.reverse)
+    scan_lb_rows_dir<T, A, Op, true>(P);
+  else
+    scan_lb_rows_dir<T, A, Op, false>(P);
 }
 
 // lbcols: the axis is strided. A tile is `width` adjacent lines (lanes, line = group * width
@@ -592,7 +750,7 @@ __device__ void scan_lb_cols(const Params& P) {
   typedef typename Op::S S;
   constexpr int R = sizeof(T) == 8 ? 8 : 16;
   __shared__ S scratch[8][32];
-  __shared__ S carry_sh[32];
+  __shared__ S nodes_sh[kLbMaxBits][32];
   __shared__ i64 tile_sh;
   const Op op{P.mode};
   const int width = P.width;
@@ -600,45 +758,65 @@ __device__ void scan_lb_cols(const Params& P) {
   const int col = lane % width;
   const int rlane = threadIdx.x / width;  // row lane in the block: 0 .. 256 / width - 1
   const i64 tiles = P.groups * P.nchunks;
-  const LbTiles<S> lb = lb_tiles<S>(P, tiles, width);
+  const i64 dir = P.reverse ? -1 : 1;
+  const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width);
   for (;;) {
     if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
     __syncthreads();
     const i64 tile = tile_sh;
     if (tile >= tiles) return;
     const i64 chunk = tile / P.groups;
-    const i64 line = (tile - chunk * P.groups) * width + col;
+    const i64 group = tile - chunk * P.groups;
+    const i64 line = group * width + col;
     const bool live = line < P.rows;
     const i64 q0 = chunk * P.chunk_len + (i64)rlane * R;
     const i64 q1 = min(P.n, chunk * P.chunk_len + P.chunk_len);
+    const int cnt = live ? (int)max((i64)0, min((i64)R, q1 - q0)) : 0;  // valid positions
+    const i64 p0 = cnt > 0 ? phys(P, q0) : 0;
     i64 base[NOPS];
     {
       Coord c;
       unravel(live ? line : 0, P.outer, c);
 #pragma unroll
-      for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
+      for (int j = 0; j < NOPS; ++j)
+        base[j] = dot(c, P.op[j].outer, P.outer.rank) + p0 * P.op[j].axis_stride;
     }
+    // element k of this thread is at base[j] + k * step[j] (pointer walks, no multiplies)
     A v[Op::kIn][R];
     A nb[R];
     unsigned char fl[R];
 #pragma unroll
-    for (int k = 0; k < R; ++k) {
-      const i64 q = q0 + k;
-      const bool in = live && q < q1;
-      const i64 p = phys(P, in ? q : 0);
+    for (int j = 0; j < Op::kIn; ++j) {
+      const T* src = in_ptr<T>(P, j) + base[j];
+      const i64 step = dir * P.op[j].axis_stride;
 #pragma unroll
-      for (int j = 0; j < Op::kIn; ++j)
-        v[j][k] = in ? to_acc(in_ptr<T>(P, j)[base[j] + p * P.op[j].axis_stride]) : A(0);
+      for (int k = 0; k < R; ++k) {
+        v[j][k] = k < cnt ? to_acc(*src) : A(0);
+        src += step;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
       nb[k] = A(1);
       fl[k] = 0;
-      if constexpr (Op::kNb) {
-        if (in && q + 1 < P.n)
-          nb[k] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, q + 1) * P.op[IN2].axis_stride]);
+    }
+    if constexpr (Op::kNb) {
+      // the neighbour one step further in scan order; 1 past the end of the axis
+      const T* src = in_ptr<T>(P, IN2) + base[IN2];
+      const i64 step = dir * P.op[IN2].axis_stride;
+#pragma unroll
+      for (int k = 0; k < R; ++k) {
+        src += step;
+        if (k < cnt && q0 + k + 1 < P.n) nb[k] = to_acc(*src);
       }
-      if constexpr (Op::kAuxIn) {
-        if (in)
-          fl[k] = static_cast<const unsigned char*>(
-              P.op[AUX].ptr)[base[AUX] + p * P.op[AUX].axis_stride];
+    }
+    if constexpr (Op::kAuxIn) {
+      const unsigned char* src = static_cast<const unsigned char*>(P.op[AUX].ptr) + base[AUX];
+      const i64 step = dir * P.op[AUX].axis_stride;
+#pragma unroll
+      for (int k = 0; k < R; ++k) {
+        if (k < cnt) fl[k] = *src;
+        src += step;
       }
     }
     S st[R];
@@ -647,7 +825,7 @@ __device__ void scan_lb_cols(const Params& P) {
       A vk[Op::kIn];
 #pragma unroll
       for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-      st[k] = live && q0 + k < q1 ? op.make(vk, fl[k], phys(P, q0 + k)) : op.identity();
+      st[k] = k < cnt ? op.make(vk, fl[k], p0 + dir * k) : op.identity();
       if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
     }
     // per line across the row lanes of a warp (lanes width apart), then across warps
@@ -666,32 +844,32 @@ __device__ void scan_lb_cols(const Params& P) {
       if (w < warp) before = op.combine(before, scratch[w][col]);
       all = op.combine(all, scratch[w][col]);
     }
-    if (warp == 0) {
-      const S in = lookback(op, lb, tile, chunk, P.groups, width, all);
-      if (lane < width) carry_sh[lane] = in;
-    }
+    if (warp == 0)
+      lb_publish_tile(op, lb, group, chunk, all);
+    else
+      lb_gather(lb, group, chunk, nodes_sh);
     __syncthreads();
-    if (live) {
-      const S prefix = op.combine(carry_sh[col], op.combine(before, e));
+    if (cnt > 0) {
+      const S carry = lb_fold(op, nodes_sh, __popcll((unsigned long long)chunk), col);
+      const S prefix = op.combine(carry, op.combine(before, e));
       S prev = prefix;
+      T* dst = P.op[OUT].ptr != nullptr ? static_cast<T*>(P.op[OUT].ptr) + base[OUT] : nullptr;
+      const i64 ostep = dir * P.op[OUT].axis_stride;
 #pragma unroll
       for (int k = 0; k < R; ++k) {
-        const i64 q = q0 + k;
-        if (q < q1) {
-          const i64 p = phys(P, q);
+        if (k < cnt) {
           const S inc = op.combine(prefix, st[k]);
           A vk[Op::kIn];
 #pragma unroll
           for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-          if (P.op[OUT].ptr != nullptr)
-            static_cast<T*>(P.op[OUT].ptr)[base[OUT] + p * P.op[OUT].axis_stride] =
-                from_acc<T>(op.out_value(inc, prev, vk, nb[k], fl[k]));
-          store_aux<T, A>(P, op, base[AUX], p, inc);
+          if (dst != nullptr)
+            dst[k * ostep] = from_acc<T>(op.out_value(inc, prev, vk, nb[k], fl[k]));
+          store_aux<T, A>(P, op, base[AUX] - p0 * P.op[AUX].axis_stride, p0 + dir * k, inc);
           prev = inc;
         }
       }
     }
-    __syncthreads();  // scratch, carry_sh and tile_sh are rewritten by the next tile
+    __syncthreads();  // scratch, nodes_sh and tile_sh are rewritten by the next tile
   }
 }
 
@@ -725,13 +903,6 @@ __device__ __forceinline__ void load32(Raw32& r, const void* p) {  // p: 16-byte
   const int4* vp = static_cast<const int4*>(p);
   r.w[0] = __ldg(vp);
   r.w[1] = __ldg(vp + 1);
-}
-
-// One 16-byte store (a plain int4 store of repacked lanes may be split into 4-byte ones).
-__device__ __forceinline__ void store16(int4* p, int4 v) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
-               : "memory");
 }
 
 // Scans one tile (this lane: scan positions qt..qt+K-1, physical ones from `row`, the first
@@ -970,11 +1141,12 @@ __device__ void scan_states(const Params& P) {
 }  // namespace scan
 }  // namespace bc
 
-// Look-back tiles: at most 128 registers, so two blocks share an SM and one block's loads
-// overlap the other's look-back.
-#define BC_LB_KERNEL(op) extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(op)
+// Look-back tiles: MINB blocks per SM (64 registers for 4, 128 for 2), so one block's loads
+// overlap the others' look-back; one-input ops with a scalar state take 4.
+#define BC_LB_KERNEL(op, MINB) \
+  extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(op)
 
-#define BC_SCAN_ENTRIES(name, OP)                                                            \
+#define BC_SCAN_ENTRIES(name, OP, MINB)                                                            \
   BC_KERNEL(scan_##name##_rows1, 256)(bc::scan::Params p) {                                  \
     bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                           \
   }                                                                                          \
@@ -990,10 +1162,10 @@ __device__ void scan_states(const Params& P) {
   BC_KERNEL(scan_##name##_states8, 256)(bc::scan::Params p) {                                \
     bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                         \
   }                                                                                          \
-  BC_LB_KERNEL(scan_##name##_lbrows)(bc::scan::Params p) {                                   \
+  BC_LB_KERNEL(scan_##name##_lbrows, MINB)(bc::scan::Params p) {                                 \
     bc::scan::scan_lb_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
   }                                                                                          \
-  BC_LB_KERNEL(scan_##name##_lbcols)(bc::scan::Params p) {                                   \
+  BC_LB_KERNEL(scan_##name##_lbcols, MINB)(bc::scan::Params p) {                                 \
     bc::scan::scan_lb_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
   }
 
@@ -1004,13 +1176,13 @@ __device__ void scan_states(const Params& P) {
     bc::scan::scan_pipe<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
   }
 
-BC_SCAN_ENTRIES(sum, SumOp)
-BC_SCAN_ENTRIES(prod, ProdOp)
-BC_SCAN_ENTRIES(max, MaxOp)
-BC_SCAN_ENTRIES(lse, LseOp)
+BC_SCAN_ENTRIES(sum, SumOp, 4)
+BC_SCAN_ENTRIES(prod, ProdOp, 4)
+BC_SCAN_ENTRIES(max, MaxOp, 2)
+BC_SCAN_ENTRIES(lse, LseOp, 4)
 BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
-BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp)
-BC_SCAN_ENTRIES(lse_bwd, LseBwdOp)
-BC_SCAN_ENTRIES(seg_bwd, SegBwdOp)
+BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2)
+BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2)
+BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2)
