@@ -9,7 +9,7 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
   threads (coalesced when the innermost outer dim is contiguous).
 
 When rows alone cannot fill the GPU, each row is cut into tiles scanned in one pass with
-decoupled look-back (``lbrows``: a warp per piece of one row; ``lbcols``: a block per
+decoupled look-back (``lbrows``: a block per piece of one row; ``lbcols``: a block per
 piece of up to 32 adjacent rows): tiles publish their totals into a tree of aligned blocks
 per row and take their carry from at most log2(tiles) nodes of it (``scan.cu``). With
 ``LOOKBACK`` off, chunks take three passes instead: a reduce pass writes chunk totals to
@@ -136,7 +136,7 @@ _LB_MAX_TILES = 2**32  # tiles per line (scan.cu kLbMaxBits); longer lines take 
 
 
 def _lb_rows(rows: int, n: int, itemsize: int) -> Chunking:
-    chunk_len = 32 * 2 * per_thread(itemsize)  # a warp's tile
+    chunk_len = BLOCK * 2 * per_thread(itemsize)  # a block's tile
     return Chunking("lbrows", _cdiv(n, chunk_len), chunk_len, 1, rows)
 
 
@@ -157,7 +157,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
         target = sm_count * 4  # blocks of 256 threads
         if rows >= target or n <= 2 * tile:
             return Chunking("rows8", 1, n)
-        if LOOKBACK and n < _LB_MAX_TILES * 32:
+        if LOOKBACK and n < _LB_MAX_TILES * BLOCK:
             return _lb_rows(rows, n, itemsize)
         want = min(-(-target // rows), -(-n // tile), _MAX_CHUNKS)
         chunk_len = _round_up(_cdiv(n, want), tile)
@@ -320,8 +320,7 @@ def launch_scan(
         params.lb = states_ptr
         params.groups, params.width = ch.groups, ch.width
         memset_zero(states_ptr, _lb_flag_bytes(ch, op, itemsize), stream)
-        per_block = BLOCK // 32 if ch.layout == "lbrows" else 1  # warp or block tiles
-        grid = max(1, min(_cdiv(ch.tiles, per_block), sm_count * 8))
+        grid = max(1, min(ch.tiles, sm_count * 8))
         launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
         return f"{ch.layout}x{ch.tiles}"
     items = rows * ch.nchunks

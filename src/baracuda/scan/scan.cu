@@ -12,10 +12,10 @@
 //                  (coalesced when the innermost outer dim is contiguous), serial walk with
 //                  U loads in flight.
 //   states1/8      in-place exclusive scan of per-chunk totals (multi-chunk rows).
-//   lbrows / lbcols  single pass over lines too few to fill the GPU: a warp (lbrows: a piece
-//                  of one line) or a block (lbcols: a piece of 1-32 adjacent lines) scans one
-//                  tile and takes its carry by decoupled look-back over a tree of the tiles
-//                  before it (see "decoupled look-back").
+//   lbrows / lbcols  single pass over lines too few to fill the GPU: a block scans one tile
+//                  (lbrows: a piece of one line; lbcols: a piece of 1-32 adjacent lines) and
+//                  takes its carry by decoupled look-back over a tree of the tiles before it
+//                  (see "decoupled look-back").
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
 // workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
@@ -677,45 +677,22 @@ __device__ __forceinline__ typename Op::S lb_fold(const Op& op, typename Op::S (
   return acc;
 }
 
-// Warp-collective, warp-level tiles (width 1): every lane gets the carry of tile t. Lane j
-// fetches the node of the j-th set bit of t from the top, then every lane folds in order.
-template <class Op>
-__device__ __forceinline__ typename Op::S lb_carry_warp(const Op& op,
-                                                        const LbNodes<typename Op::S>& lb,
-                                                        i64 line, i64 t) {
-  typedef typename Op::S S;
-  const int lane = threadIdx.x & 31;
-  const int nbits = __popcll((unsigned long long)t);
-  S v = op.identity();
-  if (lane < nbits) {
-    i64 rest = t;
-    for (int k = 0; k < lane; ++k) rest &= ~(1ll << (63 - __clzll((long long)rest)));
-    const int level = 63 - __clzll((long long)rest);
-    const i64 start = t & ~((2ll << level) - 1);  // t's bits above `level`
-    v = lb_fetch(lb, lb.node(line, level, start >> level), 0);
-  }
-  __syncwarp();
-  if (nbits == 0) return op.identity();
-  S acc = shfl_idx(v, 0);
-  for (int j = 1; j < nbits; ++j) acc = op.combine(acc, shfl_idx(v, j));
-  return acc;
-}
-
-// lbrows: a warp per tile of one contiguous line (nchunks tiles of chunk_len = 32 * K per
-// line, tile = line * nchunks + chunk); no block barriers, so the warps of an SM overlap
-// each other's loads and look-backs.
+// lbrows: a block per tile of one contiguous line (nchunks tiles of chunk_len = 256 * K per
+// line, tile = line * nchunks + chunk).
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
   typedef typename Op::S S;
   constexpr int K = 2 * rows_per_thread<T>();
+  __shared__ S scratch[8];
+  __shared__ S nodes_sh[kLbMaxBits][32];
+  __shared__ i64 tile_sh;
   const Op op{P.mode};
-  const int lane = threadIdx.x & 31;
   const i64 tiles = P.rows * P.nchunks;
   const LbNodes<S> lb = lb_nodes<S>(P, P.rows, P.nchunks, 1);
   for (;;) {
-    long long got = 0;
-    if (lane == 0) got = lb_next_tile(P);
-    const i64 tile = __shfl_sync(kFull, got, 0);
+    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
+    __syncthreads();
+    const i64 tile = tile_sh;
     if (tile >= tiles) return;
     const i64 row = tile / P.nchunks;
     const i64 chunk = tile - row * P.nchunks;
@@ -725,11 +702,17 @@ __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
     i64 base[NOPS];
 #pragma unroll
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
-    rows_tile<T, A, Op, 1, K, kRev>(P, op, base, q0, min(P.n, q0 + P.chunk_len), false,
-                                    static_cast<S*>(nullptr), [&](const S& total) {
-                                      lb_publish_tile(op, lb, row, chunk, total);
-                                      return lb_carry_warp(op, lb, row, chunk);
+    rows_tile<T, A, Op, 8, K, kRev>(P, op, base, q0, min(P.n, q0 + P.chunk_len), false, scratch,
+                                    [&](const S& total) {
+                                      if (threadIdx.x < 32)
+                                        lb_publish_tile(op, lb, row, chunk, total);
+                                      else
+                                        lb_gather(lb, row, chunk, nodes_sh);
+                                      __syncthreads();
+                                      return lb_fold(op, nodes_sh,
+                                                     __popcll((unsigned long long)chunk), 0);
                                     });
+    __syncthreads();  // nodes_sh and tile_sh are rewritten by the next tile
   }
 }
 

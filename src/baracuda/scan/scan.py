@@ -106,9 +106,11 @@ class ScanPlan(Plan[ScanDescriptor, ScanArgs, tuple[TensorView, TensorView, Tens
     zero-length axes (nothing launched). Outputs must not overlap the input.
     Kernels: a warp or block per row when the axis is contiguous (16-byte vectors when
     aligned), a thread per row walking the axis otherwise; rows too few to fill the GPU are
-    cut into chunks scanned in three passes (reduce, carry scan, rescan).
+    cut into tiles scanned in one pass, each tile taking its carry by decoupled look-back over
+    a tree of the totals of the tiles before it (fixed combination order: deterministic).
     Precision: deterministic (fixed combination order for a given shape and layout).
-    Workspace: ``workspace_size()`` bytes (chunk carries), 0 when no chunking can happen.
+    Workspace: ``workspace_size()`` bytes (look-back tiles; zeroed in part by each run on
+    the stream), 0 when every row fits one block or warp.
     Raises: ``Unsupported`` (kind, dtype, rank), ``InvalidProblem`` (axis, shapes, dtypes,
     devices, indices for a non-extremum op), ``MisalignedOperand``, ``WorkspaceTooSmall``.
     """
@@ -136,7 +138,7 @@ class ScanPlan(Plan[ScanDescriptor, ScanArgs, tuple[TensorView, TensorView, Tens
 
     def sku(self) -> KernelSku:
         return KernelSku(OpCategory.SCAN, self.desc.kind.value, self.desc.element,
-                         self._module.arch, BackendKind.NVRTC, "rows|cols|chunked",
+                         self._module.arch, BackendKind.NVRTC, "rows|cols|lookback",
                          deterministic_precision(self.desc.element))  # fmt: skip
 
     def _bind(self, args: ScanArgs,

@@ -111,7 +111,7 @@ class ScanBackwardPlan(Plan[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
     any strides, empty tensors. ``dx`` must not overlap the inputs.
     Precision: deterministic; cumprod and logcumsumexp read the saved ``y`` as given (its
     rounding to f16/bf16 enters the result, as in PyTorch).
-    Workspace: ``workspace_size()`` bytes: chunk carries, plus one byte per element
+    Workspace: ``workspace_size()`` bytes: look-back tiles, plus one byte per element
     (winner flags) for cummax/cummin.
     Raises: ``InvalidProblem`` (missing saved tensor, shapes, dtypes, devices),
     ``Unsupported``, ``MisalignedOperand``, ``WorkspaceTooSmall``.
@@ -144,7 +144,7 @@ class ScanBackwardPlan(Plan[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
 
     def sku(self) -> KernelSku:
         return KernelSku(OpCategory.SCAN, f"{self.desc.kind.value}_backward", self.desc.element,
-                         self._module.arch, BackendKind.NVRTC, "rows|cols|chunked",
+                         self._module.arch, BackendKind.NVRTC, "rows|cols|lookback",
                          deterministic_precision(self.desc.element))  # fmt: skip
 
     def _bind(self, args: ScanBackwardArgs, stream: Stream) -> _Views:

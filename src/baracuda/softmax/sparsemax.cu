@@ -8,7 +8,8 @@
 //           Shifting by the max first keeps the max elements exactly 0, so huge magnitudes
 //           (|x| >> 1, where x - 1 == x) still give the right support.
 //           A row holding NaN or +inf, or made only of -inf, gives NaN throughout.
-// backward: m = (y > 0);  dx = m * (dy - sum_m dy / |m|)   (dy is only read where y > 0).
+// backward: m = (y > 0);  dx = m * (dy - sum_m dy / |m|)   (dy is only used where y > 0;
+//           with flags bit 1 it is loaded beside y, else only where y > 0).
 //
 // Each row is handled by a group of G threads (a warp or a whole block):
 //   *_reg_*   the row lives in registers (K values per thread, n <= K * G);
@@ -632,8 +633,9 @@ template <typename T, typename A, int K, int G, int BLOCK>
 __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows, i64 n,
                                         const Shape& outer, const Strides& sdyo,
                                         const Strides& syo, const Strides& sdxo, i64 sdy, i64 sy,
-                                        i64 sdx, bool vec) {
+                                        i64 sdx, int flags) {
   constexpr int RPB = BLOCK / G;
+  const bool vec = flags & 1, dy_all = flags & 2;
   const int t = threadIdx.x % G;
   const i64 first = (i64)blockIdx.x * RPB + threadIdx.x / G;
   const i64 step = (i64)gridDim.x * RPB;
@@ -655,7 +657,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
       const i64 e0 = ((i64)c * G + t) * L;
       if constexpr (L > 1) {
         if (vec && e0 + L <= n) {
-          if (any) {
+          if (dy_all || any) {
             A w[L];
             ld16cs<T, A, L>(dyr + e0, w);
 #pragma unroll
@@ -670,7 +672,8 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
 #pragma unroll
       for (int l = 0; l < L; ++l) {
         const i64 e = e0 + l;
-        g[c * L + l] = (e < n && yv[c * L + l] > A(0)) ? to_acc(dyr[e * sdy]) : A(0);
+        const bool need = dy_all || yv[c * L + l] > A(0);
+        g[c * L + l] = (e < n && need) ? to_acc(dyr[e * sdy]) : A(0);
       }
     }
     A s = 0;
@@ -693,7 +696,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
 // Per-thread partial sum of dy and count over y > 0 for elements [0, n) of a (sub-)row.
 template <int L, typename T, typename A>
 __device__ __forceinline__ void bwd_row_sum(const T* dyr, const T* yr, i64 n, i64 sdy, i64 sy,
-                                            A& s, i64& cnt) {
+                                            bool dy_all, A& s, i64& cnt) {
   const i64 nchunk = (n + L - 1) / L;
 #pragma unroll 4
   for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
@@ -704,7 +707,7 @@ __device__ __forceinline__ void bwd_row_sum(const T* dyr, const T* yr, i64 n, i6
         bool any = false;
 #pragma unroll
         for (int l = 0; l < L; ++l) any |= w[l] > A(0);
-        if (any) {
+        if (dy_all || any) {
           A g[L];
           ld16<T, A, L>(dyr + c * L, g);
 #pragma unroll
@@ -731,7 +734,7 @@ __device__ __forceinline__ void bwd_row_sum(const T* dyr, const T* yr, i64 n, i6
 
 template <int L, typename T, typename A>
 __device__ __forceinline__ void bwd_row_write(const T* dyr, const T* yr, T* dxr, i64 n, i64 sdy,
-                                              i64 sy, i64 sdx, A mean) {
+                                              i64 sy, i64 sdx, bool dy_all, A mean) {
   const i64 nchunk = (n + L - 1) / L;
 #pragma unroll 4
   for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
@@ -742,7 +745,7 @@ __device__ __forceinline__ void bwd_row_write(const T* dyr, const T* yr, T* dxr,
         bool any = false;
 #pragma unroll
         for (int l = 0; l < L; ++l) any |= w[l] > A(0);
-        if (any) {
+        if (dy_all || any) {
           A g[L];
           ld16<T, A, L>(dyr + c * L, g);
 #pragma unroll
@@ -770,7 +773,8 @@ template <typename T, typename A>
 __device__ __forceinline__ void bwd_stream(const T* dy, const T* y, T* dx, i64 rows, i64 n,
                                            const Shape& outer, const Strides& sdyo,
                                            const Strides& syo, const Strides& sdxo, i64 sdy,
-                                           i64 sy, i64 sdx, bool vec) {
+                                           i64 sy, i64 sdx, int flags) {
+  const bool vec = flags & 1, dy_all = flags & 2;
   constexpr int LV = Vec16<T>::kLanes;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     Coord cd;
@@ -781,15 +785,15 @@ __device__ __forceinline__ void bwd_stream(const T* dy, const T* y, T* dx, i64 r
     A s = 0;
     i64 cnt = 0;
     if (vec)
-      bwd_row_sum<LV, T, A>(dyr, yr, n, sdy, sy, s, cnt);
+      bwd_row_sum<LV, T, A>(dyr, yr, n, sdy, sy, dy_all, s, cnt);
     else
-      bwd_row_sum<1, T, A>(dyr, yr, n, sdy, sy, s, cnt);
+      bwd_row_sum<1, T, A>(dyr, yr, n, sdy, sy, dy_all, s, cnt);
     group_sum2<kStreamBlock>(s, cnt);
     const A mean = cnt > 0 ? s / (A)cnt : A(0);
     if (vec)
-      bwd_row_write<LV, T, A>(dyr, yr, dxr, n, sdy, sy, sdx, mean);
+      bwd_row_write<LV, T, A>(dyr, yr, dxr, n, sdy, sy, sdx, dy_all, mean);
     else
-      bwd_row_write<1, T, A>(dyr, yr, dxr, n, sdy, sy, sdx, mean);
+      bwd_row_write<1, T, A>(dyr, yr, dxr, n, sdy, sy, sdx, dy_all, mean);
   }
 }
 
@@ -800,8 +804,9 @@ __device__ __forceinline__ void bwd_stream(const T* dy, const T* y, T* dx, i64 r
 template <typename T, typename A>
 __device__ __forceinline__ void bwd_split_sum(const T* dy, const T* y, i64 rows, i64 n,
                                               const Shape& outer, const Strides& sdyo,
-                                              const Strides& syo, i64 sdy, i64 sy, bool vec,
+                                              const Strides& syo, i64 sdy, i64 sy, int flags,
                                               A* ws_s, i64* ws_c, i64 len, i64 pieces) {
+  const bool vec = flags & 1, dy_all = flags & 2;
   constexpr int LV = Vec16<T>::kLanes;
   for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
     Coord cd;
@@ -814,9 +819,9 @@ __device__ __forceinline__ void bwd_split_sum(const T* dy, const T* y, i64 rows,
       A s = 0;
       i64 cnt = 0;
       if (vec)
-        bwd_row_sum<LV, T, A>(dyr, yr, m, sdy, sy, s, cnt);
+        bwd_row_sum<LV, T, A>(dyr, yr, m, sdy, sy, dy_all, s, cnt);
       else
-        bwd_row_sum<1, T, A>(dyr, yr, m, sdy, sy, s, cnt);
+        bwd_row_sum<1, T, A>(dyr, yr, m, sdy, sy, dy_all, s, cnt);
       group_sum2<kStreamBlock>(s, cnt);
       if (threadIdx.x == 0) {
         ws_s[r * pieces + p] = s;
@@ -830,9 +835,10 @@ template <typename T, typename A>
 __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, i64 rows, i64 n,
                                                 const Shape& outer, const Strides& sdyo,
                                                 const Strides& syo, const Strides& sdxo,
-                                                i64 sdy, i64 sy, i64 sdx, bool vec,
+                                                i64 sdy, i64 sy, i64 sdx, int flags,
                                                 const A* ws_s, const i64* ws_c, i64 len,
                                                 i64 pieces) {
+  const bool vec = flags & 1, dy_all = flags & 2;
   constexpr int LV = Vec16<T>::kLanes;
   for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
     Coord cd;
@@ -852,9 +858,9 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
       const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
       T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
       if (vec)
-        bwd_row_write<LV, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, mean);
+        bwd_row_write<LV, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
       else
-        bwd_row_write<1, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, mean);
+        bwd_row_write<1, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
     }
   }
 }
@@ -874,8 +880,8 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
 #define SMX_BWD_ARGS                                                                     \
   const BC_T *dy, const BC_T *y, BC_T *dx, bc::i64 rows, bc::i64 n, bc::Shape outer,     \
       bc::Strides sdyo, bc::Strides syo, bc::Strides sdxo, bc::i64 sdy, bc::i64 sy,      \
-      bc::i64 sdx, int vec
-#define SMX_BWD_PASS dy, y, dx, rows, n, outer, sdyo, syo, sdxo, sdy, sy, sdx, vec != 0
+      bc::i64 sdx, int vec /* bit 0: 16-byte vectors; bit 1: load dy beside y */
+#define SMX_BWD_PASS dy, y, dx, rows, n, outer, sdyo, syo, sdxo, sdy, sy, sdx, vec
 
 BC_KERNEL(sparsemax_fwd_4x32, 256)(SMX_FWD_ARGS) {
   bc::smx::fwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_FWD_PASS);
@@ -908,7 +914,9 @@ BC_KERNEL(sparsemax_fwd_split_write, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_
 BC_KERNEL(sparsemax_bwd_4x32, 256)(SMX_BWD_ARGS) {
   bc::smx::bwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_BWD_PASS);
 }
-BC_KERNEL(sparsemax_bwd_32x32, 256)(SMX_BWD_ARGS) {
+// Three blocks per SM for 2-byte types (80 registers; two would leave too few rows in flight).
+extern "C" __global__ void __launch_bounds__(256, sizeof(BC_T) == 2 ? 3 : 2)
+    BC_ENTRY(sparsemax_bwd_32x32)(SMX_BWD_ARGS) {
   bc::smx::bwd_reg<BC_T, BC_ACC, 32, 32, 256>(SMX_BWD_PASS);
 }
 SMX_KERNEL(sparsemax_bwd_16x512, 512, 2)(SMX_BWD_ARGS) {
@@ -920,8 +928,8 @@ BC_KERNEL(sparsemax_bwd_stream, 512)(SMX_BWD_ARGS) {
 // Workspace: pieces * rows accumulators, then pieces * rows counts (i64), 16-byte aligned.
 BC_KERNEL(sparsemax_bwd_split_sum, 512)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64* ws_c, bc::i64 len,
                                         bc::i64 pieces) {
-  bc::smx::bwd_split_sum<BC_T, BC_ACC>(dy, y, rows, n, outer, sdyo, syo, sdy, sy, vec != 0,
-                                       ws_s, ws_c, len, pieces);
+  bc::smx::bwd_split_sum<BC_T, BC_ACC>(dy, y, rows, n, outer, sdyo, syo, sdy, sy, vec, ws_s,
+                                       ws_c, len, pieces);
 }
 BC_KERNEL(sparsemax_bwd_split_write, 512)(SMX_BWD_ARGS, const BC_ACC* ws_s, const bc::i64* ws_c,
                                           bc::i64 len, bc::i64 pieces) {
