@@ -349,6 +349,31 @@ __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 q
   }
 }
 
+// This thread's K elements of operand j from scan position qt in scan order: 16-byte
+// vectors from physical pstart on the vector path, else one element at a time (0 past q1).
+template <typename T, typename A, int K, bool kRev>
+__device__ __forceinline__ void load_tile(const Params& P, int j, i64 base, i64 qt, i64 q1,
+                                          i64 pstart, bool vec, A (&out)[K]) {
+  constexpr int L = 16 / sizeof(T);
+  const T* src = in_ptr<T>(P, j) + base;
+  if (vec) {
+    T raw[K];
+    const Vec16<T>* vp = reinterpret_cast<const Vec16<T>*>(src + pstart);
+#pragma unroll
+    for (int u = 0; u < K / L; ++u) {
+      const Vec16<T> w = vp[u];
+#pragma unroll
+      for (int l = 0; l < L; ++l) raw[u * L + l] = w.v[l];
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) out[k] = to_acc(raw[kRev ? K - 1 - k : k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      out[k] = qt + k < q1 ? to_acc(src[phys(P, qt + k) * P.op[j].axis_stride]) : A(0);
+  }
+}
+
 // One tile of a contiguous line for rows1/rows8/lbrows: this group's threads own K
 // consecutive scan positions each from `tile` (those before q1 are valid). `carry_in(total)`
 // is called by every thread of the group after the group scan with the tile's total and
@@ -369,39 +394,51 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
   A nb[K];
   unsigned char fl[K];
 #pragma unroll
-  for (int j = 0; j < Op::kIn; ++j) {
-    const T* src = in_ptr<T>(P, j);
-    if (vec) {
-      T raw[K];
-      const Vec16<T>* vp = reinterpret_cast<const Vec16<T>*>(src + base[j] + pstart);
+  for (int j = 0; j < Op::kIn; ++j)
+    load_tile<T, A, K, kRev>(P, j, base[j], qt, q1, pstart, vec, v[j]);
 #pragma unroll
-      for (int u = 0; u < K / L; ++u) {
-        const Vec16<T> w = vp[u];
+  for (int k = 0; k < K; ++k) {
+    nb[k] = A(1);
+    fl[k] = 0;
+  }
+  if constexpr (Op::kNb) {
+    // the next element in scan order; 1 past the end of the axis
+    if (vec && P.op[IN2].axis_stride == 1) {
+      A y[K];
+      load_tile<T, A, K, kRev>(P, IN2, base[IN2], qt, q1, pstart, true, y);
 #pragma unroll
-        for (int l = 0; l < L; ++l) raw[u * L + l] = w.v[l];
+      for (int k = 0; k + 1 < K; ++k) nb[k] = y[k + 1];
+      if (qt + K < P.n) nb[K - 1] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, qt + K)]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const i64 q = qt + k;
+        if (q + 1 < P.n && q < q1)
+          nb[k] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, q + 1) * P.op[IN2].axis_stride]);
+      }
+    }
+  }
+  if constexpr (Op::kAuxIn) {
+    const unsigned char* src = static_cast<const unsigned char*>(P.op[AUX].ptr) + base[AUX];
+    if (vec && P.op[AUX].axis_stride == 1 &&
+        reinterpret_cast<unsigned long long>(src + pstart) % K == 0) {
+      unsigned char b[K];  // K bytes in physical order, one load
+      if constexpr (K == 16) {
+        const uint4 w = *reinterpret_cast<const uint4*>(src + pstart);
+        memcpy(b, &w, 16);
+      } else if constexpr (K == 8) {
+        const uint2 w = *reinterpret_cast<const uint2*>(src + pstart);
+        memcpy(b, &w, 8);
+      } else {
+        const unsigned w = *reinterpret_cast<const unsigned*>(src + pstart);
+        memcpy(b, &w, 4);
       }
 #pragma unroll
-      for (int k = 0; k < K; ++k) v[j][k] = to_acc(raw[kRev ? K - 1 - k : k]);
+      for (int k = 0; k < K; ++k) fl[k] = b[kRev ? K - 1 - k : k];
     } else {
 #pragma unroll
       for (int k = 0; k < K; ++k)
-        v[j][k] = qt + k < q1 ? to_acc(src[base[j] + phys(P, qt + k) * P.op[j].axis_stride])
-                              : A(0);
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const i64 q = qt + k;
-    nb[k] = A(1);
-    fl[k] = 0;
-    if constexpr (Op::kNb) {
-      if (q + 1 < P.n && q < q1)
-        nb[k] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, q + 1) * P.op[IN2].axis_stride]);
-    }
-    if constexpr (Op::kAuxIn) {
-      if (q < q1)
-        fl[k] = static_cast<const unsigned char*>(
-            P.op[AUX].ptr)[base[AUX] + phys(P, q) * P.op[AUX].axis_stride];
+        if (qt + k < q1) fl[k] = src[phys(P, qt + k) * P.op[AUX].axis_stride];
     }
   }
   S st[K];
@@ -1124,16 +1161,18 @@ __device__ void scan_states(const Params& P) {
 }  // namespace scan
 }  // namespace bc
 
-// Look-back tiles: MINB blocks per SM (64 registers for 4, 128 for 2), so one block's loads
-// overlap the others' look-back; one-input ops with a scalar state take 4.
+// At least MINB blocks of 256 per SM (a register cap of 64 for 4, 80 for 3, 128 for 2), so
+// one block's loads overlap the others' scans and look-backs. Without a cap the heavier ops
+// took up to 175 registers: one block, 8 warps, per SM. Caps chosen without spills (ptxas).
 #define BC_LB_KERNEL(op, MINB) \
   extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(op)
 
-#define BC_SCAN_ENTRIES(name, OP, MINB)                                                            \
-  BC_KERNEL(scan_##name##_rows1, 256)(bc::scan::Params p) {                                  \
+// MINB: look-back kernels; RMINB: rows1 / rows8.
+#define BC_SCAN_ENTRIES(name, OP, MINB, RMINB)                                                            \
+  BC_LB_KERNEL(scan_##name##_rows1, RMINB)(bc::scan::Params p) {                             \
     bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                           \
   }                                                                                          \
-  BC_KERNEL(scan_##name##_rows8, 256)(bc::scan::Params p) {                                  \
+  BC_LB_KERNEL(scan_##name##_rows8, RMINB)(bc::scan::Params p) {                             \
     bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                           \
   }                                                                                          \
   BC_KERNEL(scan_##name##_cols, 256)(bc::scan::Params p) {                                   \
@@ -1159,13 +1198,13 @@ __device__ void scan_states(const Params& P) {
     bc::scan::scan_pipe<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
   }
 
-BC_SCAN_ENTRIES(sum, SumOp, 4)
-BC_SCAN_ENTRIES(prod, ProdOp, 4)
-BC_SCAN_ENTRIES(max, MaxOp, 2)
-BC_SCAN_ENTRIES(lse, LseOp, 4)
+BC_SCAN_ENTRIES(sum, SumOp, 4, 4)
+BC_SCAN_ENTRIES(prod, ProdOp, 4, 4)
+BC_SCAN_ENTRIES(max, MaxOp, 2, 3)
+BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
-BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2)
-BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2)
-BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2)
+BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
+BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 3)
+BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)

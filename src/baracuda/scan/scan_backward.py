@@ -187,7 +187,7 @@ class ScanBackwardPlan(Plan[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
             run("sum", back, 0, [slot(dy), None, None, slot(dx), None], (IN0, OUT))
         elif d.kind is ScanKind.CUMPROD:
             run("prod_bwd", back, 0,
-                [slot(dy), slot(x), slot(y), slot(dx), None], (IN0, IN1, OUT))  # fmt: skip
+                [slot(dy), slot(x), slot(y), slot(dx), None], (IN0, IN1, IN2, OUT))  # fmt: skip
         elif d.kind is ScanKind.LOGCUMSUMEXP:
             run("lse_bwd", back, 0,
                 [slot(dy), slot(x), slot(y), slot(dx), None], (IN0, IN1, IN2, OUT))  # fmt: skip
