@@ -146,8 +146,11 @@ def _lb_cols(rows: int, n: int, itemsize: int) -> Chunking:
     return Chunking("lbcols", _cdiv(n, chunk_len), chunk_len, width, _cdiv(rows, width))
 
 
-def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Chunking:
-    """How a launch cuts its rows: the kernel variant, chunks per row and chunk length."""
+def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
+             lookback: bool | None = None) -> Chunking:  # fmt: skip
+    """How a launch cuts its rows: the kernel variant, chunks per row and chunk length.
+    ``lookback``: one pass with look-back where rows are split (default: ``LOOKBACK``)."""
+    lb = LOOKBACK if lookback is None else lookback
     if layout == "rows":
         k = per_thread(itemsize)
         if n <= 2 * 32 * k or rows >= sm_count * WARP_ROWS_PER_SM:
@@ -157,7 +160,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
         target = sm_count * 4  # blocks of 256 threads
         if rows >= target or n <= 2 * tile:
             return Chunking("rows8", 1, n)
-        if LOOKBACK and n < _LB_MAX_TILES * BLOCK:
+        if lb and n < _LB_MAX_TILES * BLOCK:
             return _lb_rows(rows, n, itemsize)
         want = min(-(-target // rows), -(-n // tile), _MAX_CHUNKS)
         chunk_len = _round_up(_cdiv(n, want), tile)
@@ -165,7 +168,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int) -> Ch
     target_threads = sm_count * 2048
     if rows * 2 >= target_threads or n <= 4 * _COL_UNROLL:
         return Chunking("cols", 1, max(n, 1))
-    if LOOKBACK and n < _LB_MAX_TILES:
+    if lb and n < _LB_MAX_TILES:
         return _lb_cols(rows, n, itemsize)
     want = min(-(-target_threads // rows), -(-n // (2 * _COL_UNROLL)), _MAX_CHUNKS)
     chunk_len = -(-n // want)
@@ -200,15 +203,16 @@ def _state_need(ch: Chunking, rows: int) -> int:
 
 
 def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -> int:
-    """Workspace bytes for chunk carries or look-back tiles, the most either layout may
-    need for this shape."""
+    """Workspace bytes for chunk carries or look-back tiles: the most either layout, with or
+    without look-back, may need for this shape (so ``LOOKBACK`` may change after a plan is
+    made)."""
     n = shape[axis]
     total = numel(shape)
     if total == 0:
         return 0
     rows = total // n
-    return max(_state_need(chunking(lay, rows, n, itemsize, sm_count), rows)
-               for lay in ("rows", "cols"))  # fmt: skip
+    return max(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb), rows)
+               for lay in ("rows", "cols") for lb in (False, True))  # fmt: skip
 
 
 def layout_of(primary: TensorView, axis: int) -> str:
