@@ -340,3 +340,31 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
         names.clear()
         check_op(kind, element, x, 1, reverse, f"pipe1 ({rows}, {n}) rev={reverse}")
         assert any(nm.endswith("_pipe1") for nm in names), names
+
+
+@pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0)], ids=str)
+def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int]) -> None:
+    """A look-back scan (workspace zeroing + kernel) captured in a CUDA graph and replayed
+    twice on new inputs: the tile counter and flags are reset by every replay."""
+    shape, axis = shape_axis
+    x = torch.randn(shape, device="cuda")
+    y = torch.empty_like(x)
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        plan = ScanPlan.select(s, ScanDescriptor(ScanKind.CUMSUM, shape, axis, ElementKind.F32))
+        assert plan.workspace_size() > 0
+        ws = bc.Workspace.allocate(plan.workspace_size(), bc.Stream.wrap(s))
+        plan.run(s, ws, ScanArgs(x, y))  # warm
+        with torch.cuda.graph(g, stream=s):
+            plan.run(s, ws, ScanArgs(x, y))
+    torch.cuda.current_stream().wait_stream(s)
+    for seed in (1, 2):
+        x.copy_(torch.from_numpy(make_input(ScanKind.CUMSUM, shape, seed)).to("cuda"))
+        y.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        ref = R.scan(ScanKind.CUMSUM, _np64(x), axis, False)
+        assert_close(y, ref, ElementKind.F32, scale=scale_of(ScanKind.CUMSUM, shape[axis]),
+                     what=f"graph replay {seed}")  # fmt: skip
