@@ -130,20 +130,34 @@ class Chunking:
         """Look-back tiles of the launch (0 for the other layouts)."""
         return self.nchunks * self.groups
 
+    @property
+    def nodes(self) -> int:
+        """Look-back tree nodes: 2 * pow2(tiles per row) per group (scan.cu, LbNodes)."""
+        return self.groups * 2 * _pow2(self.nchunks)
+
 
 LB_HEADER = 128  # scan.cu kLbHeader: the tile counter, padded
 _LB_MAX_TILES = 2**32  # tiles per line (scan.cu kLbMaxBits); longer lines take three passes
 
 
-def _lb_rows(rows: int, n: int, itemsize: int) -> Chunking:
+def _pow2(v: int) -> int:
+    """The smallest power of two >= v (1 for v <= 1)."""
+    return 1 << max(0, v - 1).bit_length()
+
+
+def _lb_rows(rows: int, n: int, itemsize: int) -> Chunking | None:
+    """Look-back tiles of a block along contiguous rows; None past the tree's tile limit."""
     chunk_len = BLOCK * 2 * per_thread(itemsize)  # a block's tile
-    return Chunking("lbrows", _cdiv(n, chunk_len), chunk_len, 1, rows)
+    ch = Chunking("lbrows", _cdiv(n, chunk_len), chunk_len, 1, rows)
+    return ch if ch.nchunks < _LB_MAX_TILES else None
 
 
-def _lb_cols(rows: int, n: int, itemsize: int) -> Chunking:
-    width = min(32, 1 << max(0, rows - 1).bit_length())
+def _lb_cols(rows: int, n: int, itemsize: int) -> Chunking | None:
+    """Look-back tiles of up to 32 adjacent rows along a strided axis; None past the limit."""
+    width = min(32, _pow2(rows))
     chunk_len = BLOCK // width * (8 if itemsize == 8 else 16)
-    return Chunking("lbcols", _cdiv(n, chunk_len), chunk_len, width, _cdiv(rows, width))
+    ch = Chunking("lbcols", _cdiv(n, chunk_len), chunk_len, width, _cdiv(rows, width))
+    return ch if ch.nchunks < _LB_MAX_TILES else None
 
 
 def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
@@ -160,24 +174,22 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
         target = sm_count * 4  # blocks of 256 threads
         if rows >= target or n <= 2 * tile:
             return Chunking("rows8", 1, n)
-        if lb and n < _LB_MAX_TILES * BLOCK:
-            return _lb_rows(rows, n, itemsize)
+        ch = _lb_rows(rows, n, itemsize) if lb else None
+        if ch is not None:
+            return ch
         want = min(-(-target // rows), -(-n // tile), _MAX_CHUNKS)
         chunk_len = _round_up(_cdiv(n, want), tile)
         return Chunking("rows8", -(-n // chunk_len), chunk_len)
     target_threads = sm_count * 2048
     if rows * 2 >= target_threads or n <= 4 * _COL_UNROLL:
         return Chunking("cols", 1, max(n, 1))
-    if lb and n < _LB_MAX_TILES:
-        return _lb_cols(rows, n, itemsize)
+    ch = _lb_cols(rows, n, itemsize) if lb else None
+    if ch is not None:
+        return ch
     want = min(-(-target_threads // rows), -(-n // (2 * _COL_UNROLL)), _MAX_CHUNKS)
     chunk_len = -(-n // want)
     chunk_len = -(-chunk_len // _COL_UNROLL) * _COL_UNROLL
     return Chunking("cols", -(-n // chunk_len), chunk_len)
-
-
-def _pow2(v: int) -> int:
-    return 1 << max(0, v - 1).bit_length()
 
 
 # Ops whose scan state is one accumulator (4 bytes below f64): look-back nodes packed with
@@ -185,20 +197,17 @@ def _pow2(v: int) -> int:
 _SCALAR_STATE = ("sum", "prod", "lse")
 
 
-def _lb_flag_bytes(ch: Chunking, op: str = "", itemsize: int = 4) -> int:
-    """The part of the look-back workspace zeroed before a launch: the tile counter and one
-    flag per tree node (2 * pow2(tiles per line) nodes per line; scan.cu, LbNodes), or for
-    packed states one 64-bit word per node and line."""
-    nodes = ch.groups * 2 * _pow2(ch.nchunks)
-    if op in _SCALAR_STATE and itemsize != 8:
-        return LB_HEADER + 8 * nodes * ch.width
-    return LB_HEADER + _round_up(4 * nodes, 16)
+def _lb_zeroed_bytes(ch: Chunking, packed: bool) -> int:
+    """The part of the look-back workspace zeroed before a launch: the tile counter, then one
+    64-bit word per node and row for packed states, else one flag per node."""
+    if packed:
+        return LB_HEADER + 8 * ch.nodes * ch.width
+    return LB_HEADER + _round_up(4 * ch.nodes, 16)
 
 
 def _state_need(ch: Chunking, rows: int) -> int:
-    if ch.layout.startswith("lb"):
-        nodes = ch.groups * 2 * _pow2(ch.nchunks)
-        return _lb_flag_bytes(ch) + STATE_BYTES * nodes * ch.width
+    if ch.layout.startswith("lb"):  # flags and 16-byte slots: more than the packed words
+        return _lb_zeroed_bytes(ch, False) + STATE_BYTES * ch.nodes * ch.width
     return rows * ch.nchunks * STATE_BYTES if ch.nchunks > 1 else 0
 
 
@@ -323,7 +332,8 @@ def launch_scan(
             )
         params.lb = states_ptr
         params.groups, params.width = ch.groups, ch.width
-        memset_zero(states_ptr, _lb_flag_bytes(ch, op, itemsize), stream)
+        packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
+        memset_zero(states_ptr, _lb_zeroed_bytes(ch, packed), stream)
         grid = max(1, min(ch.tiles, sm_count * 8))
         launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
         return f"{ch.layout}x{ch.tiles}"

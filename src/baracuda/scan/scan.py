@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from baracuda._cuda.device import device_info
 from baracuda._cuda.memory import Workspace
@@ -31,7 +32,7 @@ from baracuda.types import (
     TieBreak,
 )
 
-__all__ = ["ScanDescriptor", "ScanArgs", "ScanPlan", "check_scan", "max_mode"]
+__all__ = ["ScanDescriptor", "ScanArgs", "ScanPlan", "ScanPlanBase", "check_scan", "max_mode"]
 
 _FORWARD_OP = {
     ScanKind.CUMSUM: "sum",
@@ -95,7 +96,64 @@ class ScanArgs:
     indices: object = None
 
 
-class ScanPlan(Plan[ScanDescriptor, ScanArgs, tuple[TensorView, TensorView, TensorView | None]]):
+class _ScanFields(Protocol):
+    """What the forward and backward scan descriptors share."""
+
+    @property
+    def kind(self) -> ScanKind: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def axis(self) -> int: ...
+    @property
+    def element(self) -> ElementKind: ...
+    @property
+    def reverse(self) -> bool: ...
+    @property
+    def tie_break(self) -> TieBreak: ...
+
+
+DS = TypeVar("DS", bound=_ScanFields)
+AS = TypeVar("AS")
+VS = TypeVar("VS")
+PS = TypeVar("PS", bound="ScanPlanBase[Any, Any, Any]")  # typing.Self needs Python 3.11
+
+
+class ScanPlanBase(Plan[DS, AS, VS]):
+    """What the forward and backward scan plans share: ``select`` (checks, stream, device,
+    the scan kernels), the axis, the look-back / chunk workspace and the SKU."""
+
+    OP_SUFFIX: ClassVar[str] = ""  # appended to the kind in the SKU
+
+    def __init__(self, desc: DS, stream: Stream, device_id: int, pref: PlanPreference,
+                 module: LoadedModule, axis: int) -> None:  # fmt: skip
+        super().__init__(desc, stream, device_id, pref)
+        self._module = module
+        self._axis = axis
+        self._sm_count = device_info(device_id).sm_count
+        self._ws = state_bytes(desc.shape, axis, desc.element.itemsize, self._sm_count)
+
+    @classmethod
+    def select(cls: type[PS], stream: object, desc: _ScanFields,
+               pref: PlanPreference | None = None) -> PS:  # fmt: skip
+        axis = check_scan(cls.NAME, desc.kind, desc.shape, desc.axis, desc.element,
+                          desc.reverse, desc.tie_break)  # fmt: skip
+        s, device_id, module = cls._open(stream, SCAN_SOURCE, desc.element)
+        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
+
+    def workspace_size(self) -> int:
+        return self._ws
+
+    def sku(self) -> KernelSku:
+        d = self.desc
+        return KernelSku(OpCategory.SCAN, d.kind.value + self.OP_SUFFIX, d.element,
+                         self._module.arch, BackendKind.NVRTC, "rows|cols|lookback",
+                         deterministic_precision(d.element))  # fmt: skip
+
+
+class ScanPlan(
+    ScanPlanBase[ScanDescriptor, ScanArgs, tuple[TensorView, TensorView, TensorView | None]]
+):
     """Inclusive axis scan: ``y[..., i, ...] = x[..., 0, ...] (op) ... (op) x[..., i, ...]``.
 
     Ops: cumsum, cumprod, cummax, cummin (optionally with the int64 index of the running
@@ -116,30 +174,6 @@ class ScanPlan(Plan[ScanDescriptor, ScanArgs, tuple[TensorView, TensorView, Tens
     """
 
     NAME = "ScanPlan"
-
-    def __init__(self, desc: ScanDescriptor, stream: Stream, device_id: int,
-                 pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
-        super().__init__(desc, stream, device_id, pref)
-        self._module = module
-        self._axis = axis
-        self._sm_count = device_info(device_id).sm_count
-        self._ws = state_bytes(desc.shape, axis, desc.element.itemsize, self._sm_count)
-
-    @classmethod
-    def select(cls, stream: object, desc: ScanDescriptor,
-               pref: PlanPreference | None = None) -> ScanPlan:  # fmt: skip
-        axis = check_scan(cls.NAME, desc.kind, desc.shape, desc.axis, desc.element,
-                          desc.reverse, desc.tie_break)  # fmt: skip
-        s, device_id, module = cls._open(stream, SCAN_SOURCE, desc.element)
-        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
-
-    def workspace_size(self) -> int:
-        return self._ws
-
-    def sku(self) -> KernelSku:
-        return KernelSku(OpCategory.SCAN, self.desc.kind.value, self.desc.element,
-                         self._module.arch, BackendKind.NVRTC, "rows|cols|lookback",
-                         deterministic_precision(self.desc.element))  # fmt: skip
 
     def _bind(self, args: ScanArgs,
               stream: Stream) -> tuple[TensorView, TensorView, TensorView | None]:  # fmt: skip

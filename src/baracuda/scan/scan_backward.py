@@ -15,33 +15,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from baracuda._cuda.device import device_info
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import numel
-from baracuda._plan import Plan, deterministic_precision
 from baracuda.errors import InvalidProblem
 from baracuda.scan._kernels import (
     IN0,
     IN1,
     IN2,
     OUT,
-    SCAN_SOURCE,
     Slot,
     flag_strides,
     launch_scan,
     layout_of,
     slot,
-    state_bytes,
 )
-from baracuda.scan.scan import EXTREMA, check_scan, max_mode
+from baracuda.scan.scan import EXTREMA, ScanPlanBase, max_mode
 from baracuda.types import (
-    BackendKind,
     ElementKind,
-    KernelSku,
-    OpCategory,
     PlanPreference,
     ScanKind,
     TieBreak,
@@ -99,7 +92,7 @@ class ScanBackwardArgs:
 _Views = tuple[TensorView, TensorView, TensorView | None, TensorView | None]
 
 
-class ScanBackwardPlan(Plan[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
+class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
     """Gradient of an axis scan with respect to its input, ``dx`` from ``dy``.
 
     cumsum: reverse cumsum of ``dy``. cumprod: exact with any zeros in ``x`` (one, several,
@@ -118,34 +111,15 @@ class ScanBackwardPlan(Plan[ScanBackwardDescriptor, ScanBackwardArgs, _Views]):
     """
 
     NAME = "ScanBackwardPlan"
+    OP_SUFFIX = "_backward"
 
     def __init__(self, desc: ScanBackwardDescriptor, stream: Stream, device_id: int,
                  pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
-        super().__init__(desc, stream, device_id, pref)
-        self._module = module
-        self._axis = axis
-        self._sm_count = device_info(device_id).sm_count
-        states = state_bytes(desc.shape, axis, desc.element.itemsize, self._sm_count)
-        self._flags = 0
+        super().__init__(desc, stream, device_id, pref, module, axis)
+        self._flags = 0  # winner flags (cummax/cummin) come first in the workspace
         if desc.kind in EXTREMA and numel(desc.shape) > 0:
             self._flags = -(-numel(desc.shape) // _FLAG_ALIGN) * _FLAG_ALIGN
-        self._ws = self._flags + states
-
-    @classmethod
-    def select(cls, stream: object, desc: ScanBackwardDescriptor,
-               pref: PlanPreference | None = None) -> ScanBackwardPlan:  # fmt: skip
-        axis = check_scan(cls.NAME, desc.kind, desc.shape, desc.axis, desc.element,
-                          desc.reverse, desc.tie_break)  # fmt: skip
-        s, device_id, module = cls._open(stream, SCAN_SOURCE, desc.element)
-        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
-
-    def workspace_size(self) -> int:
-        return self._ws
-
-    def sku(self) -> KernelSku:
-        return KernelSku(OpCategory.SCAN, f"{self.desc.kind.value}_backward", self.desc.element,
-                         self._module.arch, BackendKind.NVRTC, "rows|cols|lookback",
-                         deterministic_precision(self.desc.element))  # fmt: skip
+        self._ws += self._flags
 
     def _bind(self, args: ScanBackwardArgs, stream: Stream) -> _Views:
         shape, el, kind = self.desc.shape, self.desc.element, self.desc.kind
