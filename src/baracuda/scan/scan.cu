@@ -535,14 +535,24 @@ __device__ __forceinline__ void scan_rows_dir(const Params& P) {
   }
 }
 
-// The direction is a template argument so every register index is static (a runtime one
-// sends the per-thread arrays to local memory).
+// The scan direction as a template argument: every kernel body is instantiated for both
+// directions so every register index is static (a runtime one sends the per-thread arrays
+// to local memory). f(Dir<kRev>{}) for P.reverse.
+template <bool B>
+struct Dir {
+  static constexpr bool kRev = B;
+};
+template <class F>
+__device__ __forceinline__ void by_direction(const Params& P, F&& f) {
+  if (P.reverse)
+    f(Dir<true>{});
+  else
+    f(Dir<false>{});
+}
+
 template <typename T, typename A, class Op, int GW>
 __device__ void scan_rows(const Params& P) {
-  if (P.reverse)
-    scan_rows_dir<T, A, Op, GW, true>(P);
-  else
-    scan_rows_dir<T, A, Op, GW, false>(P);
+  by_direction(P, [&](auto d) { scan_rows_dir<T, A, Op, GW, decltype(d)::kRev>(P); });
 }
 
 // ------------------------------------------------------------ decoupled look-back
@@ -755,10 +765,7 @@ __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
 
 template <typename T, typename A, class Op>
 __device__ void scan_lb_rows(const Params& P) {
-  if (P.reverse)
-    scan_lb_rows_dir<T, A, Op, true>(P);
-  else
-    scan_lb_rows_dir<T, A, Op, false>(P);
+  by_direction(P, [&](auto d) { scan_lb_rows_dir<T, A, Op, decltype(d)::kRev>(P); });
 }
 
 // lbcols: the axis is strided. A tile is `width` adjacent lines (lanes, line = group * width
@@ -1049,10 +1056,7 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
 
 template <typename T, typename A, class Op>
 __device__ void scan_pipe(const Params& P) {
-  if (P.reverse)
-    scan_pipe_dir<T, A, Op, true>(P);
-  else
-    scan_pipe_dir<T, A, Op, false>(P);
+  by_direction(P, [&](auto d) { scan_pipe_dir<T, A, Op, decltype(d)::kRev>(P); });
 }
 
 template <typename T, typename A, class Op>
