@@ -267,18 +267,21 @@ __device__ __forceinline__ void group_scan(const Op& op, typename Op::S x, typen
   }
 }
 
+// cummax/cummin's AUX output at physical position p (element offset `off`): the winner
+// index `win`, or (mode & 4) the flag "p is its own running winner".
+__device__ __forceinline__ void store_aux_at(const Params& P, i64 off, i64 p, i64 win) {
+  if (P.mode & 4)
+    static_cast<unsigned char*>(P.op[AUX].ptr)[off] = win == p ? 1 : 0;
+  else
+    static_cast<i64*>(P.op[AUX].ptr)[off] = win;
+}
+
 template <typename T, typename A, class Op>
 __device__ __forceinline__ void store_aux(const Params& P, const Op& op, i64 base, i64 p,
                                           const typename Op::S& inc) {
   (void)op;
   if constexpr (Op::kAuxOut) {
-    if (P.op[AUX].ptr != nullptr) {
-      const i64 off = base + p * P.op[AUX].axis_stride;
-      if (P.mode & 4)
-        static_cast<unsigned char*>(P.op[AUX].ptr)[off] = inc.i == p ? 1 : 0;
-      else
-        static_cast<i64*>(P.op[AUX].ptr)[off] = inc.i;
-    }
+    if (P.op[AUX].ptr != nullptr) store_aux_at(P, base + p * P.op[AUX].axis_stride, p, inc.i);
   }
 }
 
@@ -340,11 +343,7 @@ __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 q
   for (int k = 0; k < K; ++k) {
     if (qt + k < q1) {
       const i64 p = kRev ? P.n - 1 - (qt + k) : qt + k;
-      const i64 o = abase + p * as;
-      if (flags)
-        static_cast<unsigned char*>(P.op[AUX].ptr)[o] = win[k] == p ? 1 : 0;
-      else
-        static_cast<i64*>(P.op[AUX].ptr)[o] = win[k];
+      store_aux_at(P, abase + p * as, p, win[k]);
     }
   }
 }
