@@ -110,9 +110,23 @@ struct Pack<double> {
                       (unsigned)__double2loint(v[1]), (unsigned)__double2hiint(v[1]));
   }
 };
-template <>
-struct Pack<__nv_bfloat16> {
+// 2-byte types: eight values as four pairs, each pair converted by the type's lo_hi / two.
+template <class P>
+struct PackPairs {
   static constexpr int L = 8;
+  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
+    P::lo_hi(r.x, v[0], v[1]);
+    P::lo_hi(r.y, v[2], v[3]);
+    P::lo_hi(r.z, v[4], v[5]);
+    P::lo_hi(r.w, v[6], v[7]);
+  }
+  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
+    return make_uint4(P::two(v[0], v[1]), P::two(v[2], v[3]), P::two(v[4], v[5]),
+                      P::two(v[6], v[7]));
+  }
+};
+template <>
+struct Pack<__nv_bfloat16> : PackPairs<Pack<__nv_bfloat16>> {
   __device__ __forceinline__ static void lo_hi(unsigned w, float& a, float& b) {
     a = __uint_as_float(w << 16);  // bf16 -> f32 is exact: the top half of the f32 bits
     b = __uint_as_float(w & 0xffff0000u);
@@ -123,19 +137,9 @@ struct Pack<__nv_bfloat16> {
     memcpy(&u, &h, 4);
     return u;
   }
-  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
-    lo_hi(r.x, v[0], v[1]);
-    lo_hi(r.y, v[2], v[3]);
-    lo_hi(r.z, v[4], v[5]);
-    lo_hi(r.w, v[6], v[7]);
-  }
-  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
-    return make_uint4(two(v[0], v[1]), two(v[2], v[3]), two(v[4], v[5]), two(v[6], v[7]));
-  }
 };
 template <>
-struct Pack<__half> {
-  static constexpr int L = 8;
+struct Pack<__half> : PackPairs<Pack<__half>> {
   __device__ __forceinline__ static void lo_hi(unsigned w, float& a, float& b) {
     __half2 h;
     memcpy(&h, &w, 4);
@@ -148,15 +152,6 @@ struct Pack<__half> {
     unsigned u;
     memcpy(&u, &h, 4);
     return u;
-  }
-  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
-    lo_hi(r.x, v[0], v[1]);
-    lo_hi(r.y, v[2], v[3]);
-    lo_hi(r.z, v[4], v[5]);
-    lo_hi(r.w, v[6], v[7]);
-  }
-  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
-    return make_uint4(two(v[0], v[1]), two(v[2], v[3]), two(v[4], v[5]), two(v[6], v[7]));
   }
 };
 
