@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from baracuda._cuda.device import device_info
 from baracuda._cuda.memory import Workspace
@@ -12,6 +13,8 @@ from baracuda._cuda.view import TensorView
 from baracuda._plan import Plan, check_element, check_shape, deterministic_precision, normalize_axis
 from baracuda.softmax._rows import (
     SPARSEMAX_SOURCE,
+    FwdSplit,
+    RowSplit,
     check_in_place,
     fwd_split,
     launch_rows,
@@ -19,7 +22,13 @@ from baracuda.softmax._rows import (
 )
 from baracuda.types import BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
 
-__all__ = ["SparsemaxDescriptor", "SparsemaxArgs", "SparsemaxPlan", "check_sparsemax"]
+__all__ = [
+    "SparsemaxDescriptor",
+    "SparsemaxArgs",
+    "SparsemaxPlan",
+    "SparsemaxPlanBase",
+    "check_sparsemax",
+]
 
 
 def check_sparsemax(plan: str, input_shape: object, axis: object, element: object) -> int:
@@ -51,7 +60,67 @@ class SparsemaxArgs:
     y: object
 
 
-class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, ...]]):
+class _SparsemaxFields(Protocol):
+    """What the forward and backward sparsemax descriptors share."""
+
+    @property
+    def input_shape(self) -> tuple[int, ...]: ...
+    @property
+    def axis(self) -> int: ...
+    @property
+    def element(self) -> ElementKind: ...
+
+
+DS = TypeVar("DS", bound=_SparsemaxFields)
+AS = TypeVar("AS")
+PS = TypeVar("PS", bound="SparsemaxPlanBase[Any, Any]")
+
+
+class SparsemaxPlanBase(Plan[DS, AS, tuple[TensorView, ...]]):
+    """What the forward and backward sparsemax plans share: ``select``, the row split for
+    few long rows (and its workspace), the SKU and the launch over rows."""
+
+    OP: ClassVar[str]  # the SKU's op name
+    DIRECTION: ClassVar[str]  # "fwd" or "bwd": the kernels of sparsemax.cu
+
+    def __init__(self, desc: DS, stream: Stream, device_id: int, pref: PlanPreference,
+                 module: LoadedModule, axis: int) -> None:  # fmt: skip
+        super().__init__(desc, stream, device_id, pref)
+        self._module = module
+        self.axis = axis
+        self.last_variant = ""
+        self._split = self._split_for(desc.input_shape, axis, device_info(device_id).sm_count)
+
+    @staticmethod
+    def _split_for(shape: tuple[int, ...], axis: int,
+                   sm_count: int) -> FwdSplit | RowSplit | None:  # fmt: skip
+        """How few long rows are cut into pieces, or None."""
+        raise NotImplementedError
+
+    @classmethod
+    def select(cls: type[PS], stream: object, desc: _SparsemaxFields,
+               pref: PlanPreference | None = None) -> PS:  # fmt: skip
+        axis = check_sparsemax(cls.NAME, desc.input_shape, desc.axis, desc.element)
+        s, device_id, module = cls._open(stream, SPARSEMAX_SOURCE, desc.element)
+        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
+
+    def sku(self) -> KernelSku:
+        n = self.desc.input_shape[self.axis]
+        variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
+        return KernelSku(OpCategory.SOFTMAX, self.OP, self.desc.element, self._module.arch,
+                         BackendKind.NVRTC, variant,
+                         deterministic_precision(self.desc.element))  # fmt: skip
+
+    def workspace_size(self) -> int:
+        return self._split.workspace_size(self.desc.element) if self._split else 0
+
+    def _launch(self, stream: Stream, workspace: Workspace,
+                views: tuple[TensorView, ...]) -> None:  # fmt: skip
+        self.last_variant = launch_rows(self._module, self.DIRECTION, stream, views, self.axis,
+                                        self._split, workspace.ptr)  # fmt: skip
+
+
+class SparsemaxPlan(SparsemaxPlanBase[SparsemaxDescriptor, SparsemaxArgs]):
     """Sparsemax forward along one axis, for rows of any length.
 
     Semantics: for each row ``x`` along ``axis``, ``y = argmin ||y - x||^2`` over the
@@ -87,33 +156,17 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
     """
 
     NAME = "SparsemaxPlan"
+    OP = "sparsemax"
+    DIRECTION = "fwd"
 
-    def __init__(self, desc: SparsemaxDescriptor, stream: Stream, device_id: int,
-                 pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
-        super().__init__(desc, stream, device_id, pref)
-        self._module = module
-        self.axis = axis
-        self.last_variant = ""
-        self._split = fwd_split(desc.input_shape, axis, device_info(device_id).sm_count)
-
-    @classmethod
-    def select(cls, stream: object, desc: SparsemaxDescriptor,
-               pref: PlanPreference | None = None) -> SparsemaxPlan:  # fmt: skip
-        axis = check_sparsemax(cls.NAME, desc.input_shape, desc.axis, desc.element)
-        s, device_id, module = cls._open(stream, SPARSEMAX_SOURCE, desc.element)
-        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
-
-    def sku(self) -> KernelSku:
-        n = self.desc.input_shape[self.axis]
-        variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
-        return KernelSku(OpCategory.SOFTMAX, "sparsemax", self.desc.element, self._module.arch,
-                         BackendKind.NVRTC, variant,
-                         deterministic_precision(self.desc.element))  # fmt: skip
+    @staticmethod
+    def _split_for(shape: tuple[int, ...], axis: int, sm_count: int) -> FwdSplit | None:
+        return fwd_split(shape, axis, sm_count)
 
     def workspace_size(self) -> int:
         """Bytes of workspace: 0, or for few long rows (fewer than 2 per SM, > 8192 long)
         the per-piece maxima, counts and lists and the per-row (max, tau)."""
-        return self._split.workspace_size(self.desc.element) if self._split else 0
+        return super().workspace_size()
 
     def _bind(self, args: SparsemaxArgs, stream: Stream) -> tuple[TensorView, ...]:
         shape, el = self.desc.input_shape, self.desc.element
@@ -121,9 +174,3 @@ class SparsemaxPlan(Plan[SparsemaxDescriptor, SparsemaxArgs, tuple[TensorView, .
         y = self._view("y", args.y, stream, shape, el, output=True)
         check_in_place(self.NAME, ("y", y), ("x", x))
         return x, y
-
-    def _launch(self, stream: Stream, workspace: Workspace,
-                views: tuple[TensorView, ...]) -> None:  # fmt: skip
-        self.last_variant = launch_rows(self._module, "fwd", stream, views, self.axis,
-                                        self._split, workspace.ptr)  # fmt: skip
-

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from baracuda._cuda.device import device_info
-from baracuda._cuda.memory import Workspace
-from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
-from baracuda._plan import Plan, deterministic_precision
 from baracuda.softmax._rows import (
-    SPARSEMAX_SOURCE,
+    RowSplit,
     check_in_place,
-    launch_rows,
     row_split,
-    variant_for,
 )
-from baracuda.softmax.sparsemax import check_sparsemax
-from baracuda.types import BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
+from baracuda.softmax.sparsemax import SparsemaxPlanBase
+from baracuda.types import ElementKind
 
 __all__ = ["SparsemaxBackwardDescriptor", "SparsemaxBackwardArgs", "SparsemaxBackwardPlan"]
 
@@ -44,9 +38,7 @@ class SparsemaxBackwardArgs:
     dx: object
 
 
-class SparsemaxBackwardPlan(
-    Plan[SparsemaxBackwardDescriptor, SparsemaxBackwardArgs, tuple[TensorView, ...]]
-):
+class SparsemaxBackwardPlan(SparsemaxPlanBase[SparsemaxBackwardDescriptor, SparsemaxBackwardArgs]):
     """Sparsemax backward along one axis, for rows of any length, in one kernel.
 
     Semantics (per row along ``axis``): with ``m = (y > 0)`` the support of the forward
@@ -74,34 +66,17 @@ class SparsemaxBackwardPlan(
     """
 
     NAME = "SparsemaxBackwardPlan"
+    OP = "sparsemax_backward"
+    DIRECTION = "bwd"
 
-    def __init__(self, desc: SparsemaxBackwardDescriptor, stream: Stream, device_id: int,
-                 pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
-        super().__init__(desc, stream, device_id, pref)
-        self._module = module
-        self.axis = axis
-        self.last_variant = ""
-        sm_count = device_info(device_id).sm_count
-        self._split = row_split(desc.input_shape, axis, sm_count)
-
-    @classmethod
-    def select(cls, stream: object, desc: SparsemaxBackwardDescriptor,
-               pref: PlanPreference | None = None) -> SparsemaxBackwardPlan:  # fmt: skip
-        axis = check_sparsemax(cls.NAME, desc.input_shape, desc.axis, desc.element)
-        s, device_id, module = cls._open(stream, SPARSEMAX_SOURCE, desc.element)
-        return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
-
-    def sku(self) -> KernelSku:
-        n = self.desc.input_shape[self.axis]
-        variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
-        return KernelSku(OpCategory.SOFTMAX, "sparsemax_backward", self.desc.element,
-                         self._module.arch, BackendKind.NVRTC, variant,
-                         deterministic_precision(self.desc.element))  # fmt: skip
+    @staticmethod
+    def _split_for(shape: tuple[int, ...], axis: int, sm_count: int) -> RowSplit | None:
+        return row_split(shape, axis, sm_count)
 
     def workspace_size(self) -> int:
         """Bytes of workspace: 0, or for few long rows (fewer than 2 per SM, > 16384 long)
         ``rows * ceil(n / 16384)`` partial (sum, count) pairs."""
-        return self._split.workspace_size(self.desc.element) if self._split else 0
+        return super().workspace_size()
 
     def _bind(self, args: SparsemaxBackwardArgs, stream: Stream) -> tuple[TensorView, ...]:
         shape, el = self.desc.input_shape, self.desc.element
@@ -110,8 +85,3 @@ class SparsemaxBackwardPlan(
         dx = self._view("dx", args.dx, stream, shape, el, output=True)
         check_in_place(self.NAME, ("dx", dx), ("dy", dy), ("y", y))
         return dy, y, dx
-
-    def _launch(self, stream: Stream, workspace: Workspace,
-                views: tuple[TensorView, ...]) -> None:  # fmt: skip
-        self.last_variant = launch_rows(self._module, "bwd", stream, views, self.axis,
-                                        self._split, workspace.ptr)  # fmt: skip
