@@ -1,7 +1,7 @@
 """Tune the scan layouts on the issue's four cumsum shapes (plus cummax and the cumsum
-backward): one-pass look-back tiles vs the three-pass chunked scan (``LOOKBACK``), and
-warp- vs block-per-row on long rows (``WARP_ROWS_PER_SM``), beside torch eager and
-torch.compile. Prints a table, writes JSON.
+backward): one-pass look-back tiles (``LOOKBACK`` and ``LOOKBACK_ROWS`` on) vs the
+three-pass chunked scan, beside torch eager, torch.compile and a copy of the same bytes.
+Prints a table, writes JSON.
 
     python benchmarks/tune_scan.py [out.json]        (on a GPU)
 """
@@ -29,9 +29,10 @@ from baracuda.types import ScanKind
 
 SHAPES = [((4096, 8192), 1), ((4096, 8192), 0), ((2, 2**23), 1), ((2**20, 2), 0)]
 SETTINGS = {
-    "lookback": {"LOOKBACK": True},
-    "3-pass": {"LOOKBACK": False},
+    "lookback": {"LOOKBACK": True, "LOOKBACK_ROWS": True},
+    "3-pass": {"LOOKBACK": False, "LOOKBACK_ROWS": False},
 }
+DEFAULTS = {k: getattr(_kernels, k) for k in ("LOOKBACK", "LOOKBACK_ROWS")}
 
 
 def _us(fn: Any) -> float:
@@ -69,6 +70,8 @@ def main() -> None:
                                        "axis": axis, "dtype": el.value}  # fmt: skip
                 for label, fn2 in peers.items():
                     rec[label] = _us(fn2)
+                # a copy of the same bytes: the bandwidth reachable at this size
+                rec["copy"] = _us(lambda: y.copy_(x))
                 for label, setting in SETTINGS.items():
                     for k, v in setting.items():
                         setattr(_kernels, k, v)
@@ -81,13 +84,16 @@ def main() -> None:
                         args = ScanArgs(x, y, idx if kind is ScanKind.CUMMAX else None)
                     ws = bc.Workspace.allocate(plan.workspace_size(), s)
                     rec[label] = _us(lambda p=plan, w=ws, a=args: p.run(s, w, a))
-                _kernels.LOOKBACK = True
+                for k, v in DEFAULTS.items():
+                    setattr(_kernels, k, v)
                 best = min(rec[k] for k in SETTINGS)
                 rec["bw_frac"] = nbytes / (best * 1e-6) / bw
+                rec["copy_frac"] = rec["copy"] / best
                 rows.append(rec)
-                cols = "  ".join(f"{k} {rec[k]:8.1f}" for k in (*peers, *SETTINGS))
+                cols = "  ".join(f"{k} {rec[k]:8.1f}" for k in ("copy", *peers, *SETTINGS))
                 print(f"{el.value:<4} {name:<16} {tuple(shape)!s:<14} ax{axis}  {cols}  "
-                      f"best {rec['bw_frac'] * 100:5.1f}% of copy bw")  # fmt: skip
+                      f"best {rec['bw_frac'] * 100:5.1f}% of copy bw, "
+                      f"{rec['copy_frac'] * 100:5.1f}% of a same-size copy")  # fmt: skip
                 sys.stdout.flush()
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:

@@ -46,7 +46,7 @@ def test_chunking_covers_rows_and_stays_aligned() -> None:
         for rows, n in [(1, 2**26), (2, 2**23), (4096, 8192), (8192, 4096), (2, 2**20),
                         (10**6, 3), (1, 1), (3, 1000), (7, 123457)]:  # fmt: skip
             for itemsize in (2, 4, 8):
-                ch = chunking(layout, rows, n, itemsize, 132)
+                ch = chunking(layout, rows, n, itemsize, 132, lookback_rows=True)
                 assert ch.nchunks >= 1 and ch.chunk_len >= 1
                 assert (ch.nchunks - 1) * ch.chunk_len < n <= ch.nchunks * ch.chunk_len
                 if ch.layout == "rows8" and ch.nchunks > 1:
@@ -54,16 +54,27 @@ def test_chunking_covers_rows_and_stays_aligned() -> None:
                 if ch.layout.startswith("lb"):
                     assert ch.width * ch.groups >= rows > ch.width * (ch.groups - 1)
                     assert ch.width & (ch.width - 1) == 0 and ch.width <= 32
-                    nodes = ch.groups * 2 * (1 << (ch.nchunks - 1).bit_length())
-                    assert nodes >= 2 * ch.tiles
+                    # radix 32 / width (at least 2): every level until one node would
+                    # cover the line
+                    radix = max(2, 32 // ch.width)
+                    per_line, cnt = 0, ch.nchunks
+                    while True:
+                        per_line += cnt
+                        if cnt == 1:
+                            break
+                        cnt = -(-cnt // radix)
+                    nodes = ch.groups * per_line
+                    assert ch.nodes <= nodes and ch.nodes >= ch.tiles
                     assert state_bytes((rows, n), 1, itemsize, 132) >= (
-                        128 + 4 * nodes + 16 * nodes * ch.width)
+                        128 + 4 * ch.nodes + 16 * ch.nodes * ch.width)
                 elif ch.nchunks > 1:
                     assert state_bytes((rows, n), 1, itemsize, 132) >= rows * ch.nchunks * 16
 
 
 def test_long_rows_are_split_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     ch = chunking("rows", 1, 2**26, 4, 132)
+    assert ch.layout == "rows8" and ch.nchunks >= 132  # three passes (LOOKBACK_ROWS off)
+    ch = chunking("rows", 1, 2**26, 4, 132, lookback_rows=True)
     assert ch.layout == "lbrows" and ch.nchunks >= 132
     ch = chunking("cols", 8192, 4096, 4, 132)
     assert ch.layout == "lbcols" and ch.nchunks > 1 and ch.width == 32

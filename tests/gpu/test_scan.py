@@ -185,9 +185,12 @@ def test_scan_three_pass_chunks(kind: ScanKind, element: ElementKind,
 @pytest.mark.parametrize("shape_axis", [((3, 2**20), 1), ((2048, 4096), 0), ((2**18, 2), 0)],
                          ids=str)  # fmt: skip
 @pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.LOGCUMSUMEXP], ids=lambda k: k.value)
-def test_lookback_is_deterministic(shape_axis: tuple[tuple[int, ...], int],
-                                   kind: ScanKind) -> None:  # fmt: skip
+def test_lookback_is_deterministic(shape_axis: tuple[tuple[int, ...], int], kind: ScanKind,
+                                   monkeypatch: Any) -> None:  # fmt: skip
     """Look-back folds carries in one fixed order: repeated runs agree bit for bit."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "LOOKBACK_ROWS", True)
     shape, axis = shape_axis
     x = torch.from_numpy(make_input(kind, shape, 9)).to("cuda", torch.float32)
     first, _ = run_forward(kind, x, axis, False)
@@ -196,6 +199,56 @@ def test_lookback_is_deterministic(shape_axis: tuple[tuple[int, ...], int],
         assert torch.equal(first, again)
     ref = R.scan(kind, _np64(x), axis, False)
     assert_close(first, ref, ElementKind.F32, scale=scale_of(kind, shape[axis]), what="lookback")
+
+
+# look-back lines of more than 32 and more than 1024 tiles (joins at radix levels 1 and 2):
+# a block row, tiles of 4 adjacent lines and of 2 (f32 tiles: 4096, 1024 and 2048 positions)
+RADIX = [((2, 33 * 4096 + 5), 1), ((2**17 + 3, 3), 0), ((2**21 + 7, 2), 0)]
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMMAX, ScanKind.LOGCUMSUMEXP,
+                                  ScanKind.CUMPROD], ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.F64], ids=lambda e: e.value)
+@pytest.mark.parametrize("case", RADIX, ids=str)
+def test_lookback_radix_levels(kind: ScanKind, element: ElementKind,
+                               case: tuple[tuple[int, ...], int],
+                               monkeypatch: Any) -> None:  # fmt: skip
+    """Packed (4-byte) and flagged (8/16-byte) look-back states over several tree levels."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "LOOKBACK_ROWS", True)
+    shape, axis = case
+    x = torch.from_numpy(make_input(kind, shape, 13)).to("cuda", torch_dtype(element))
+    for reverse in (False, True):
+        check_op(kind, element, x, axis, reverse, f"radix {shape} axis={axis} rev={reverse}")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("case", [((3, 50001), 1), ((4, 5, 8200), -1)], ids=str)
+@pytest.mark.parametrize("on", [True, False], ids=["lbrows", "3-pass"])
+def test_lookback_rows(kind: ScanKind, element: ElementKind, case: tuple[tuple[int, ...], int],
+                       on: bool, monkeypatch: Any) -> None:  # fmt: skip
+    """Contiguous rows too few to fill the GPU: look-back tiles (LOOKBACK_ROWS on) or the
+    three passes (off, the default)."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "LOOKBACK_ROWS", on)
+    names: list[str] = []
+    real_launch = K.launch
+
+    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, args: Any, name: str) -> None:
+        names.append(name)
+        real_launch(fn, grid, block, smem, st, args, name)
+
+    monkeypatch.setattr(K, "launch", spy)
+    shape, axis = case
+    for reverse in (False, True):
+        for name, x in layouts(shape, torch_dtype(element), kind).items():
+            names.clear()
+            check_op(kind, element, x, axis, reverse, f"{name} {shape} rev={reverse}")
+            if name in ("contiguous", "offset"):  # the axis is contiguous: rows layout
+                assert any(nm.endswith("_lbrows") for nm in names) == on, (name, names)
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)

@@ -8,13 +8,14 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
 - ``cols``: the axis is strided; one thread per (row, chunk), adjacent rows on adjacent
   threads (coalesced when the innermost outer dim is contiguous).
 
-When rows alone cannot fill the GPU, each row is cut into tiles scanned in one pass with
-decoupled look-back (``lbrows``: a block per piece of one row; ``lbcols``: a block per
-piece of up to 32 adjacent rows): tiles publish their totals into a tree of aligned blocks
-per row and take their carry from at most log2(tiles) nodes of it (``scan.cu``). With
-``LOOKBACK`` off, chunks take three passes instead: a reduce pass writes chunk totals to
-the workspace, ``states`` turns them into exclusive carries in place, and the final pass
-rescans each chunk from its carry.
+When rows alone cannot fill the GPU, each row is cut into tiles. Along a strided axis they
+are scanned in one pass with decoupled look-back (``lbcols``: a block per piece of up to 32
+adjacent rows): tiles publish their totals into a tree of aligned blocks per row and take
+their carry from a few nodes per level of it (``scan.cu``). Contiguous rows take three
+passes (``LOOKBACK_ROWS`` off; on, ``lbrows``: a block per piece of one row): a reduce pass
+writes chunk totals to the workspace, ``states`` turns them into exclusive carries in
+place, and the final pass rescans each chunk from its carry; so do both with ``LOOKBACK``
+off.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ __all__ = [
     "PIPE_OPS",
     "PIPELINED_ROWS",
     "LOOKBACK",
+    "LOOKBACK_ROWS",
+    "lb_nodes_per_line",
+    "lb_radix_bits",
 ]
 
 OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd")
@@ -60,6 +64,13 @@ PIPELINED_ROWS = True
 # Switch: rows too few to fill the GPU are scanned in one pass with decoupled look-back
 # (lbrows / lbcols); False takes the three-pass chunked scan. Read at each launch.
 LOOKBACK = True
+
+# Switch: contiguous rows too few to fill the GPU take look-back tiles too (lbrows) when
+# LOOKBACK is on; off, they take the three passes. Off: the three passes measured faster on
+# the H100 for cumsum over (2, 2^23) (f32 90 vs 100 us, bf16 59 vs 64 us; lbrows waits on
+# its carries, benchmarks/tune_scan.py), while strided lines gain from lbcols (4096 x 8192
+# along dim 0: 111 vs 187 us). Read at each launch (the workspace is sized for either).
+LOOKBACK_ROWS = False
 
 SCAN_SOURCE = register_source(
     KernelSource(
@@ -132,8 +143,28 @@ class Chunking:
 
     @property
     def nodes(self) -> int:
-        """Look-back tree nodes: 2 * pow2(tiles per row) per group (scan.cu, LbNodes)."""
-        return self.groups * 2 * _pow2(self.nchunks)
+        """Look-back tree nodes of the launch (scan.cu, LbNodes): ``lb_nodes_per_line`` per
+        group."""
+        return self.groups * lb_nodes_per_line(self.nchunks, self.width)
+
+
+def lb_radix_bits(width: int) -> int:
+    """log2 of the look-back tree's radix for tiles of ``width`` lines: R - 1 nodes of every
+    line fill at most one warp (scan.cu, lb_nodes)."""
+    return max(1, 5 - (width.bit_length() - 1))
+
+
+def lb_nodes_per_line(tiles: int, width: int = 1) -> int:
+    """Nodes of a line's look-back tree: ceil(tiles / R^l) for each level l until
+    R^levels >= tiles (scan.cu, lb_nodes)."""
+    rbits = lb_radix_bits(width)
+    nodes, cnt, levels = 0, tiles, 0
+    while True:
+        nodes += cnt
+        levels += 1
+        cnt = _cdiv(cnt, 1 << rbits)
+        if rbits * levels >= 63 or 1 << (rbits * levels) >= tiles:
+            return nodes
 
 
 LB_HEADER = 128  # scan.cu kLbHeader: the tile counter, padded
@@ -161,9 +192,11 @@ def _lb_cols(rows: int, n: int, itemsize: int) -> Chunking | None:
 
 
 def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
-             lookback: bool | None = None) -> Chunking:  # fmt: skip
+             lookback: bool | None = None,
+             lookback_rows: bool | None = None) -> Chunking:  # fmt: skip
     """How a launch cuts its rows: the kernel variant, chunks per row and chunk length.
-    ``lookback``: one pass with look-back where rows are split (default: ``LOOKBACK``)."""
+    ``lookback``: one pass with look-back where rows are split (default: ``LOOKBACK``), for
+    contiguous rows only with ``lookback_rows`` (default: ``LOOKBACK_ROWS``)."""
     lb = LOOKBACK if lookback is None else lookback
     if layout == "rows":
         k = per_thread(itemsize)
@@ -174,7 +207,8 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
         target = sm_count * 4  # blocks of 256 threads
         if rows >= target or n <= 2 * tile:
             return Chunking("rows8", 1, n)
-        ch = _lb_rows(rows, n, itemsize) if lb else None
+        lb_rows = LOOKBACK_ROWS if lookback_rows is None else lookback_rows
+        ch = _lb_rows(rows, n, itemsize) if lb and lb_rows else None
         if ch is not None:
             return ch
         want = min(-(-target // rows), -(-n // tile), _MAX_CHUNKS)
@@ -220,7 +254,7 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     if total == 0:
         return 0
     rows = total // n
-    return max(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb), rows)
+    return max(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb), rows)
                for lay in ("rows", "cols") for lb in (False, True))  # fmt: skip
 
 
@@ -309,18 +343,16 @@ def launch_scan(
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
     params.reverse, params.mode = int(reverse), mode
     variant = ch.layout
-    if (
-        PIPELINED_ROWS
-        and op in PIPE_OPS
-        and ch.layout == "rows1"
-        and ch.nchunks == 1
-        and params.vec
+    # the pipelined kernels' launch condition: x and y contiguous along the axis with
+    # 16-byte aligned rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)
+    pipeable = (
+        op in PIPE_OPS
+        and bool(params.vec)
         and IN0 in vec_slots
         and OUT in vec_slots
         and (not reverse or n % lanes == 0)
-    ):
-        # pipe1's launch condition: x and y contiguous along the axis with 16-byte aligned
-        # rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)
+    )
+    if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
     kernel = f"scan_{op}_{variant}"
     fn = module.function(kernel)

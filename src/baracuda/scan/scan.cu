@@ -14,8 +14,8 @@
 //   states1/8      in-place exclusive scan of per-chunk totals (multi-chunk rows).
 //   lbrows / lbcols  single pass over lines too few to fill the GPU: a block scans one tile
 //                  (lbrows: a piece of one line; lbcols: a piece of 1-32 adjacent lines) and
-//                  takes its carry by decoupled look-back over a tree of the tiles before it
-//                  (see "decoupled look-back").
+//                  takes its carry by decoupled look-back over a radix-32 tree of the tiles
+//                  before it (see "decoupled look-back").
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
 // workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
@@ -534,46 +534,46 @@ __device__ __forceinline__ void scan_rows_dir(const Params& P) {
   }
 }
 
-// The scan direction as a template argument: every kernel body is instantiated for both
-// directions so every register index is static (a runtime one sends the per-thread arrays
-// to local memory). f(Dir<kRev>{}) for P.reverse.
-template <bool B>
-struct Dir {
-  static constexpr bool kRev = B;
-};
-template <class F>
-__device__ __forceinline__ void by_direction(const Params& P, F&& f) {
-  if (P.reverse)
-    f(Dir<true>{});
-  else
-    f(Dir<false>{});
-}
+// The scan direction is a template argument (kRev): every kernel body is instantiated for
+// both directions so every register index is static (a runtime one sends the per-thread
+// arrays to local memory); the entry picks one by P.reverse. (Plain branches: NVRTC 13.0
+// treats a generic lambda's call operator as a host function.)
 
 template <typename T, typename A, class Op, int GW>
 __device__ void scan_rows(const Params& P) {
-  by_direction(P, [&](auto d) { scan_rows_dir<T, A, Op, GW, decltype(d)::kRev>(P); });
+  if (P.reverse)
+    scan_rows_dir<T, A, Op, GW, true>(P);
+  else
+    scan_rows_dir<T, A, Op, GW, false>(P);
 }
 
 // ------------------------------------------------------------ decoupled look-back
-// Each line's tiles t = 0..T-1 publish tree nodes B(l, i), the combination of tiles
-// [i * 2^l, (i + 1) * 2^l): a tile publishes B(0, t) = its total as soon as it is scanned,
-// and the last tile of each aligned pair joins the pair into the node above. A tile's carry
-// is its prefix [0, t) as the combination of the aligned blocks of t's binary digits (high
-// to low): at most log2(T) nodes, fetched in parallel, and never another tile's carry, so
-// there is no chain from tile to tile. The order of every combination depends on t alone:
-// results do not depend on timing (deterministic), and tile totals are summed in a tree.
-// Per tile: warp 0 publishes while warps 1-7 fetch the carry's nodes into shared memory.
+// Each line's tiles t = 0..T-1 publish nodes of a radix-R tree, R = 2^rbits with
+// rbits = 5 - log2(width) (at least 1: R = 32 for tiles of one line, 2 for 16 or 32 lines),
+// so one warp holds R - 1 nodes x `width` lines. B(l, i) is the combination of tiles
+// [i * R^l, (i + 1) * R^l). A tile publishes B(0, t) = its total as soon as it is scanned;
+// the last tile of each aligned group of R level-l nodes joins them into B(l + 1, .). A
+// tile's carry, its prefix [0, t), is the combination over the levels l (highest first) of
+// the d_l nodes before it in its level-l group (d_l = digit l of t in base R). A node never
+// holds another tile's carry, only totals, so no chain runs from tile to tile, and the
+// order of every combination depends on t alone: results do not depend on timing
+// (deterministic; totals are summed in a tree).
+// Per tile: warp 0 publishes B(0, t) and the joins t completes (one level after the other,
+// the joined node in registers); warps 1-7 take the carry's levels in turn (warp 1 + l % 7):
+// one lane per (node, line) fetches and an ordered shuffle tree folds.
 // Workspace (P.lb): a 64-bit tile counter at 0 (tiles are numbered in the order blocks
 // take them, so every tile waited on belongs to a running or finished block: no deadlock),
-// then the nodes, 2 * pow2 per line (pow2 = the power of two >= T), `width` states per node
-// (one per line of the tile). 4-byte states are packed with their ready flag into one
-// 64-bit word, written and polled with relaxed 64-bit accesses (no fence: the flag cannot
-// be seen without its value). Larger states take a u32 flag per node (released after a
-// fence) and a 16-byte slot per state. The host zeroes the counter and the words or flags
-// before each launch.
+// then the nodes, sum over the levels of ceil(T / R^l) per line (level by level), `width`
+// states per node (one per line of the tile). 4-byte states are packed with their ready
+// flag into one 64-bit word, written and polled with relaxed 64-bit accesses (no fence: the
+// flag cannot be seen without its value). Larger states take a u32 flag per node (released
+// after a fence) and a 16-byte slot per state. The host zeroes the counter and the words or
+// flags before each launch (baracuda.scan._kernels.lb_nodes_per_line mirrors the count).
 
 constexpr int kLbHeader = 128;
 constexpr int kLbMaxBits = 32;  // tiles per line < 2^32 (checked by the host)
+constexpr int kLbMaxLevels = kLbMaxBits;  // radix 2
+constexpr int kLbWarps = kBlock / 32 - 1;  // warps 1-7 fold the levels
 
 template <class S>
 struct LbNodes {
@@ -581,28 +581,37 @@ struct LbNodes {
   unsigned long long* words;  // kPacked: (1 << 32 | state bits) per (node, line)
   unsigned* flags;            // otherwise: one flag per node ...
   S* states;                  // ... and a 16-byte slot per (node, line)
-  i64 per_line;               // nodes per line: 2 * pow2
+  const i64* off;              // shared memory: first node of each level in a line
+  i64 per_line;               // nodes per line
+  int levels;                 // digits of t in base R (>= 1)
+  int rbits;                  // log2(R)
   int width;
   __device__ __forceinline__ i64 node(i64 line, int level, i64 i) const {
-    const i64 pow2 = per_line >> 1;
-    return line * per_line + (2 * pow2 - 2 * (pow2 >> level)) + i;
+    return line * per_line + off[level] + i;
+  }
+  __device__ __forceinline__ int digit(i64 t, int level) const {
+    return (int)((t >> (rbits * level)) & ((1 << rbits) - 1));
   }
 };
 
-__device__ __forceinline__ i64 pow2_at_least(i64 v) {
-  i64 p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
-
+// Every thread computes the layout; thread 0 writes the level offsets to `off_sh`
+// (visible after the next barrier).
 template <class S>
 __device__ __forceinline__ LbNodes<S> lb_nodes(const Params& P, i64 lines, i64 per_line_tiles,
-                                               int width) {
+                                               int width, i64* off_sh) {
   char* b = static_cast<char*>(P.lb) + kLbHeader;
-  const i64 per_line = 2 * pow2_at_least(per_line_tiles);
+  const int rbits = max(1, 5 - (__ffs(width) - 1));
+  i64 per_line = 0, cnt = per_line_tiles;
+  int levels = 0;
+  do {
+    if (threadIdx.x == 0) off_sh[levels] = per_line;
+    per_line += cnt;
+    ++levels;
+    cnt = (cnt + (1 << rbits) - 1) >> rbits;
+  } while (rbits * levels < 63 && (i64)1 << (rbits * levels) < per_line_tiles);
   const i64 fbytes = (lines * per_line * 4 + 15) / 16 * 16;
   return {reinterpret_cast<unsigned long long*>(b), reinterpret_cast<unsigned*>(b),
-          reinterpret_cast<S*>(b + fbytes), per_line, width};
+          reinterpret_cast<S*>(b + fbytes), off_sh, per_line, levels, rbits, width};
 }
 
 __device__ __forceinline__ i64 lb_next_tile(const Params& P) {
@@ -681,45 +690,68 @@ __device__ __forceinline__ S lb_fetch(const LbNodes<S>& lb, i64 id, int c) {
   }
 }
 
+// Warp-collective, one level: lane (slot j, line c = lane % width) fetches line c of node
+// first + j for j < d (d < R <= 32 / width), then an ordered shuffle tree folds the slots:
+// lanes c < width return the fold of nodes first .. first + d - 1, in order (d >= 1).
+template <class Op>
+__device__ __forceinline__ typename Op::S lb_fold_level(const Op& op,
+                                                        const LbNodes<typename Op::S>& lb,
+                                                        i64 first, int d) {
+  typedef typename Op::S S;
+  const int lane = threadIdx.x & 31;
+  const int j = lane / lb.width, c = lane - j * lb.width;
+  S acc{};
+  if (j < d) acc = lb_fetch(lb, first + j, c);
+  for (int m = 1; m < d; m <<= 1) {
+    const S other = shfl_idx(acc, min(lane + m * lb.width, 31));
+    if ((j & (2 * m - 1)) == 0 && j + m < d) acc = op.combine(acc, other);
+  }
+  return acc;
+}
+
 // Warp-collective, warp 0: lanes c < width hold the total of line c of tile t; publishes
-// B(0, t) and every node t completes (t's bits below the level all ones; a right child
-// is joined with its left sibling into the node above).
+// B(0, t) and every node t completes (t's digits below the level all R - 1: the R - 1 nodes
+// before it in its group are joined with it into the node above).
 template <class Op>
 __device__ __forceinline__ void lb_publish_tile(const Op& op, const LbNodes<typename Op::S>& lb,
-                                                i64 group, i64 t, typename Op::S node) {
+                                                i64 line, i64 t, typename Op::S node) {
   const int lane = threadIdx.x & 31;
+  const int r1 = (1 << lb.rbits) - 1;
   for (int level = 0;; ++level) {
-    lb_publish(lb, lb.node(group, level, t >> level), lane, node);
-    if (((t >> level) & 1) == 0) break;
-    if (lane < lb.width)
-      node = op.combine(lb_fetch(lb, lb.node(group, level, (t >> level) - 1), lane), node);
+    const i64 g = t >> (lb.rbits * level);
+    lb_publish(lb, lb.node(line, level, g), lane, node);
+    if (level + 1 >= lb.levels || (int)(g & r1) != r1) break;
+    node = op.combine(lb_fold_level(op, lb, lb.node(line, level, g - r1), r1), node);
   }
 }
 
-// Threads 32.. of the block (warps 1-7): fetch the nodes of t's carry, j-th set bit of t
-// from the top into sh[j][c] for every line c.
-template <class S>
-__device__ __forceinline__ void lb_gather(const LbNodes<S>& lb, i64 group, i64 t,
-                                         S (*sh)[32]) {
-  const int nbits = __popcll((unsigned long long)t);
-  const int total = nbits * lb.width;
-  for (int i = (int)threadIdx.x - 32; i < total; i += kBlock - 32) {
-    const int j = i / lb.width, c = i - j * lb.width;
-    i64 rest = t;
-    for (int k = 0; k < j; ++k) rest &= ~(1ll << (63 - __clzll((long long)rest)));
-    const int level = 63 - __clzll((long long)rest);
-    const i64 start = t & ~((2ll << level) - 1);  // t's bits above `level`
-    sh[j][c] = lb_fetch(lb, lb.node(group, level, start >> level), c);
-  }
-}
-
-// The carry of line c from the gathered nodes (after a barrier), oldest first.
+// Block-collective step of tile t of `line` after its scan (every thread holds the total
+// of its line c): publish, fold the carry's nodes, barrier; returns line c's carry.
 template <class Op>
-__device__ __forceinline__ typename Op::S lb_fold(const Op& op, typename Op::S (*sh)[32],
-                                                  int nbits, int c) {
-  if (nbits == 0) return op.identity();
-  typename Op::S acc = sh[0][c];
-  for (int j = 1; j < nbits; ++j) acc = op.combine(acc, sh[j][c]);
+__device__ __forceinline__ typename Op::S lb_carry(const Op& op, const LbNodes<typename Op::S>& lb,
+                                                   i64 line, i64 t, const typename Op::S& total,
+                                                   typename Op::S (*part)[32], int c) {
+  typedef typename Op::S S;
+  const int warp = threadIdx.x >> 5;
+  if (warp == 0) {
+    lb_publish_tile(op, lb, line, t, total);
+  } else {
+    for (int l = warp - 1; l < lb.levels; l += kLbWarps) {
+      const int d = lb.digit(t, l);  // uniform over the warp
+      if (d == 0) continue;
+      const S acc = lb_fold_level(op, lb, lb.node(line, l, (t >> (lb.rbits * l)) - d), d);
+      if ((threadIdx.x & 31) < lb.width) part[l][c] = acc;
+    }
+  }
+  __syncthreads();
+  S acc = op.identity();
+  bool have = false;
+  for (int l = lb.levels - 1; l >= 0; --l) {
+    if (lb.digit(t, l) != 0) {
+      acc = have ? op.combine(acc, part[l][c]) : part[l][c];
+      have = true;
+    }
+  }
   return acc;
 }
 
@@ -730,11 +762,12 @@ __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
   typedef typename Op::S S;
   constexpr int K = 2 * rows_per_thread<T>();
   __shared__ S scratch[8];
-  __shared__ S nodes_sh[kLbMaxBits][32];
+  __shared__ S part_sh[kLbMaxLevels][32];
   __shared__ i64 tile_sh;
   const Op op{P.mode};
   const i64 tiles = P.rows * P.nchunks;
-  const LbNodes<S> lb = lb_nodes<S>(P, P.rows, P.nchunks, 1);
+  __shared__ i64 off_sh[kLbMaxLevels];
+  const LbNodes<S> lb = lb_nodes<S>(P, P.rows, P.nchunks, 1, off_sh);
   for (;;) {
     if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
     __syncthreads();
@@ -750,21 +783,18 @@ __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
     rows_tile<T, A, Op, 8, K, kRev>(P, op, base, q0, min(P.n, q0 + P.chunk_len), false, scratch,
                                     [&](const S& total) {
-                                      if (threadIdx.x < 32)
-                                        lb_publish_tile(op, lb, row, chunk, total);
-                                      else
-                                        lb_gather(lb, row, chunk, nodes_sh);
-                                      __syncthreads();
-                                      return lb_fold(op, nodes_sh,
-                                                     __popcll((unsigned long long)chunk), 0);
+                                      return lb_carry(op, lb, row, chunk, total, part_sh, 0);
                                     });
-    __syncthreads();  // nodes_sh and tile_sh are rewritten by the next tile
+    __syncthreads();  // part_sh and tile_sh are rewritten by the next tile
   }
 }
 
 template <typename T, typename A, class Op>
 __device__ void scan_lb_rows(const Params& P) {
-  by_direction(P, [&](auto d) { scan_lb_rows_dir<T, A, Op, decltype(d)::kRev>(P); });
+  if (P.reverse)
+    scan_lb_rows_dir<T, A, Op, true>(P);
+  else
+    scan_lb_rows_dir<T, A, Op, false>(P);
 }
 
 // lbcols: the axis is strided. A tile is `width` adjacent lines (lanes, line = group * width
@@ -776,7 +806,7 @@ __device__ void scan_lb_cols(const Params& P) {
   typedef typename Op::S S;
   constexpr int R = sizeof(T) == 8 ? 8 : 16;
   __shared__ S scratch[8][32];
-  __shared__ S nodes_sh[kLbMaxBits][32];
+  __shared__ S part_sh[kLbMaxLevels][32];
   __shared__ i64 tile_sh;
   const Op op{P.mode};
   const int width = P.width;
@@ -785,7 +815,8 @@ __device__ void scan_lb_cols(const Params& P) {
   const int rlane = threadIdx.x / width;  // row lane in the block: 0 .. 256 / width - 1
   const i64 tiles = P.groups * P.nchunks;
   const i64 dir = P.reverse ? -1 : 1;
-  const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width);
+  __shared__ i64 off_sh[kLbMaxLevels];
+  const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width, off_sh);
   for (;;) {
     if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
     __syncthreads();
@@ -870,13 +901,8 @@ __device__ void scan_lb_cols(const Params& P) {
       if (w < warp) before = op.combine(before, scratch[w][col]);
       all = op.combine(all, scratch[w][col]);
     }
-    if (warp == 0)
-      lb_publish_tile(op, lb, group, chunk, all);
-    else
-      lb_gather(lb, group, chunk, nodes_sh);
-    __syncthreads();
+    const S carry = lb_carry(op, lb, group, chunk, all, part_sh, col);
     if (cnt > 0) {
-      const S carry = lb_fold(op, nodes_sh, __popcll((unsigned long long)chunk), col);
       const S prefix = op.combine(carry, op.combine(before, e));
       S prev = prefix;
       T* dst = P.op[OUT].ptr != nullptr ? static_cast<T*>(P.op[OUT].ptr) + base[OUT] : nullptr;
@@ -895,7 +921,7 @@ __device__ void scan_lb_cols(const Params& P) {
         }
       }
     }
-    __syncthreads();  // scratch, nodes_sh and tile_sh are rewritten by the next tile
+    __syncthreads();  // scratch, part_sh and tile_sh are rewritten by the next tile
   }
 }
 
@@ -1055,7 +1081,10 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
 
 template <typename T, typename A, class Op>
 __device__ void scan_pipe(const Params& P) {
-  by_direction(P, [&](auto d) { scan_pipe_dir<T, A, Op, decltype(d)::kRev>(P); });
+  if (P.reverse)
+    scan_pipe_dir<T, A, Op, true>(P);
+  else
+    scan_pipe_dir<T, A, Op, false>(P);
 }
 
 template <typename T, typename A, class Op>
