@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BaracudaError",
     "Unsupported",
@@ -14,8 +16,20 @@ __all__ = [
 ]
 
 
+def _rebuild(cls: type[BaracudaError], message: str, fields: dict[str, Any]) -> BaracudaError:
+    return cls(message, **fields)
+
+
 class BaracudaError(Exception):
-    """Base class of every error raised by baracuda."""
+    """Base class of every error raised by baracuda. Errors pickle with their keyword fields
+    (they cross process pools: ``python -m baracuda compile -j N``)."""
+
+    _fields: tuple[str, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        message = getattr(self, "_message", self.args[0] if self.args else "")
+        fields = {f: getattr(self, f) for f in self._fields}
+        return (_rebuild, (type(self), message, fields))
 
 
 class Unsupported(BaracudaError, NotImplementedError):
@@ -28,6 +42,8 @@ class InvalidProblem(BaracudaError, ValueError):
 
 class BufferTooSmall(InvalidProblem):
     """A tensor's memory holds fewer bytes than its shape and strides address."""
+
+    _fields = ("needed", "got")
 
     def __init__(self, message: str, *, needed: int, got: int) -> None:
         super().__init__(message)
@@ -42,6 +58,8 @@ class MisalignedOperand(InvalidProblem):
 class WorkspaceTooSmall(InvalidProblem):
     """The workspace given to ``run`` is smaller than ``plan.workspace_size()``."""
 
+    _fields = ("needed", "got")
+
     def __init__(self, message: str, *, needed: int, got: int) -> None:
         super().__init__(message)
         self.needed = needed
@@ -51,7 +69,10 @@ class WorkspaceTooSmall(InvalidProblem):
 class CompileError(BaracudaError):
     """NVRTC refused a kernel source. ``log`` holds NVRTC's log, ``source`` the program."""
 
+    _fields = ("log", "source")
+
     def __init__(self, message: str, *, log: str, source: str) -> None:
+        self._message = message
         super().__init__(f"{message}\n--- NVRTC log ---\n{log}")
         self.log = log
         self.source = source
@@ -64,6 +85,9 @@ class CompileError(BaracudaError):
 class CudaError(BaracudaError):
     """A CUDA driver call failed. ``name`` is the driver's error name (``CUDA_ERROR_...``)."""
 
+    _fields = ("name",)
+
     def __init__(self, message: str, *, name: str) -> None:
+        self._message = message
         super().__init__(f"{message}: {name}")
         self.name = name

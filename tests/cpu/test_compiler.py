@@ -135,3 +135,20 @@ def test_cli_compile_and_info(tmp_path: Path) -> None:
     info = subprocess.run([sys.executable, "-m", "baracuda", "info"], capture_output=True,
                           text=True, env=env, check=True)  # fmt: skip
     assert "kernel cache" in info.stdout and "NVRTC" in info.stdout
+
+
+def test_errors_pickle_with_their_fields() -> None:
+    """Errors cross process pools (``compile -j N``): message and keyword fields survive."""
+    import pickle
+
+    from baracuda.errors import BufferTooSmall, CompileError, CudaError, Unsupported
+
+    e = pickle.loads(pickle.dumps(CompileError("NVRTC failed", log="line 3: error", source="x")))
+    assert isinstance(e, CompileError) and e.log == "line 3: error" and e.source == "x"
+    assert str(e) == "NVRTC failed\n--- NVRTC log ---\nline 3: error"
+    c = pickle.loads(pickle.dumps(CudaError("cuLaunchKernel", name="CUDA_ERROR_INVALID_VALUE")))
+    assert c.name == "CUDA_ERROR_INVALID_VALUE"
+    assert str(c) == "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE"
+    b = pickle.loads(pickle.dumps(BufferTooSmall("x: 4 bytes", needed=8, got=4)))
+    assert (b.needed, b.got, str(b)) == (8, 4, "x: 4 bytes")
+    assert str(pickle.loads(pickle.dumps(Unsupported("rank 9")))) == "rank 9"
