@@ -1,6 +1,6 @@
 """Tune the scan layouts on the issue's four cumsum shapes (plus cummax and the cumsum
-backward): one-pass look-back tiles (``LOOKBACK`` and ``LOOKBACK_ROWS`` on) vs the
-three-pass chunked scan, beside torch eager, torch.compile and a copy of the same bytes.
+backward): one-pass look-back tiles (``LOOKBACK``, ``LOOKBACK_ROWS``, ``LOOKBACK_FLAGGED``
+on) vs the three-pass chunked scan, beside torch eager, torch.compile and a copy of the same bytes.
 Prints a table, writes JSON.
 
     python benchmarks/tune_scan.py [out.json]        (on a GPU)
@@ -29,10 +29,10 @@ from baracuda.types import ScanKind
 
 SHAPES = [((4096, 8192), 1), ((4096, 8192), 0), ((2, 2**23), 1), ((2**20, 2), 0)]
 SETTINGS = {
-    "lookback": {"LOOKBACK": True, "LOOKBACK_ROWS": True},
-    "3-pass": {"LOOKBACK": False, "LOOKBACK_ROWS": False},
+    "lookback": {"LOOKBACK": True, "LOOKBACK_ROWS": True, "LOOKBACK_FLAGGED": True},
+    "3-pass": {"LOOKBACK": False, "LOOKBACK_ROWS": False, "LOOKBACK_FLAGGED": False},
 }
-DEFAULTS = {k: getattr(_kernels, k) for k in ("LOOKBACK", "LOOKBACK_ROWS")}
+DEFAULTS = {k: getattr(_kernels, k) for k in ("LOOKBACK", "LOOKBACK_ROWS", "LOOKBACK_FLAGGED")}
 
 
 def _us(fn: Any) -> float:

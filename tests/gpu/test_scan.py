@@ -217,6 +217,7 @@ def test_lookback_radix_levels(kind: ScanKind, element: ElementKind,
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "LOOKBACK_ROWS", True)
+    monkeypatch.setattr(K, "LOOKBACK_FLAGGED", True)
     shape, axis = case
     x = torch.from_numpy(make_input(kind, shape, 13)).to("cuda", torch_dtype(element))
     for reverse in (False, True):
@@ -229,11 +230,12 @@ def test_lookback_radix_levels(kind: ScanKind, element: ElementKind,
 @pytest.mark.parametrize("on", [True, False], ids=["lbrows", "3-pass"])
 def test_lookback_rows(kind: ScanKind, element: ElementKind, case: tuple[tuple[int, ...], int],
                        on: bool, monkeypatch: Any) -> None:  # fmt: skip
-    """Contiguous rows too few to fill the GPU: look-back tiles (LOOKBACK_ROWS on) or the
-    three passes (off, the default)."""
+    """Contiguous rows too few to fill the GPU: look-back tiles (LOOKBACK_ROWS and
+    LOOKBACK_FLAGGED on) or the three passes (off, the defaults)."""
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "LOOKBACK_ROWS", on)
+    monkeypatch.setattr(K, "LOOKBACK_FLAGGED", on)
     names: list[str] = []
     real_launch = K.launch
 

@@ -47,6 +47,7 @@ __all__ = [
     "PIPELINED_ROWS",
     "LOOKBACK",
     "LOOKBACK_ROWS",
+    "LOOKBACK_FLAGGED",
     "lb_nodes_per_line",
     "lb_radix_bits",
 ]
@@ -71,6 +72,12 @@ LOOKBACK = True
 # its carries, benchmarks/tune_scan.py), while strided lines gain from lbcols (4096 x 8192
 # along dim 0: 111 vs 187 us). Read at each launch (the workspace is sized for either).
 LOOKBACK_ROWS = False
+
+# Switch: look-back also for ops whose scan state is not one packed 4-byte word (cummax and
+# cummin, f64, the backward ops' pairs: a flag and a fence per node). Off: on the H100,
+# cummax over 4096 x 8192 along dim 0 took 347 us in three passes vs 390 us with lbcols
+# (bf16 325 vs 404), while cumsum gains from lbcols (111 vs 188 us). Read at each launch.
+LOOKBACK_FLAGGED = False
 
 SCAN_SOURCE = register_source(
     KernelSource(
@@ -318,7 +325,8 @@ def launch_scan(
         shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
     )
     rows = total // n
-    ch = chunking(layout, rows, n, itemsize, sm_count)
+    packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
+    ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED))
     params = Params()
     params.outer = shape_arg(oshape)
     for k, i in enumerate(used):
@@ -364,7 +372,6 @@ def launch_scan(
             )
         params.lb = states_ptr
         params.groups, params.width = ch.groups, ch.width
-        packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
         memset_zero(states_ptr, _lb_zeroed_bytes(ch, packed), stream)
         grid = max(1, min(ch.tiles, sm_count * 8))
         launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
