@@ -48,6 +48,8 @@ __all__ = [
     "LOOKBACK",
     "LOOKBACK_ROWS",
     "LOOKBACK_FLAGGED",
+    "WARP_ROWS_PER_SM",
+    "WARP_ROWS_PER_SM_OP",
     "lb_nodes_per_line",
     "lb_radix_bits",
 ]
@@ -126,8 +128,12 @@ def _round_up(a: int, b: int) -> int:
     return _cdiv(a, b) * b
 
 
-# Rows per SM from which a warp per row (rows1) beats a block per row (rows8) on long rows.
+# Rows per SM from which a warp per row (rows1) beats a block per row (rows8) on long rows,
+# and the ops that differ: on the H100 over 4096 x 8192 (31 rows per SM), the cumprod
+# backward took 187 us with a block per row vs 206 us with a warp (bf16 143 vs 161), while
+# logcumsumexp's and cummax's backward and every forward were faster with a warp.
 WARP_ROWS_PER_SM = 16
+WARP_ROWS_PER_SM_OP = {"prod_bwd": 64}
 
 
 def per_thread(itemsize: int) -> int:
@@ -199,15 +205,17 @@ def _lb_cols(rows: int, n: int, itemsize: int) -> Chunking | None:
 
 
 def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
-             lookback: bool | None = None,
-             lookback_rows: bool | None = None) -> Chunking:  # fmt: skip
+             lookback: bool | None = None, lookback_rows: bool | None = None,
+             warp_rows: int | None = None) -> Chunking:  # fmt: skip
     """How a launch cuts its rows: the kernel variant, chunks per row and chunk length.
     ``lookback``: one pass with look-back where rows are split (default: ``LOOKBACK``), for
-    contiguous rows only with ``lookback_rows`` (default: ``LOOKBACK_ROWS``)."""
+    contiguous rows only with ``lookback_rows`` (default: ``LOOKBACK_ROWS``); ``warp_rows``:
+    rows per SM from which a warp takes a row (default: ``WARP_ROWS_PER_SM``)."""
     lb = LOOKBACK if lookback is None else lookback
     if layout == "rows":
         k = per_thread(itemsize)
-        if n <= 2 * 32 * k or rows >= sm_count * WARP_ROWS_PER_SM:
+        wr = WARP_ROWS_PER_SM if warp_rows is None else warp_rows
+        if n <= 2 * 32 * k or rows >= sm_count * wr:
             # a warp per row: no block barriers; enough rows keep every SM busy
             return Chunking("rows1", 1, max(n, 1))
         tile = BLOCK * k
@@ -326,7 +334,8 @@ def launch_scan(
     )
     rows = total // n
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
-    ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED))
+    ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED),
+                  warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM))
     params = Params()
     params.outer = shape_arg(oshape)
     for k, i in enumerate(used):
