@@ -124,6 +124,21 @@ def _magnitude(kind: ScanKind, dy: np.ndarray, x: np.ndarray, y: np.ndarray, axi
         return np.abs(R.scan_backward(kind, np.abs(dy), x=x, y=y, axis=axis, reverse=reverse))
 
 
+def launched_kernels(monkeypatch: Any) -> list[str]:
+    """The names of the scan kernels launched from now on (appended as they launch)."""
+    from baracuda.scan import _kernels as K
+
+    names: list[str] = []
+    real_launch = K.launch
+
+    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, args: Any, name: str) -> None:
+        names.append(name)
+        real_launch(fn, grid, block, smem, st, args, name)
+
+    monkeypatch.setattr(K, "launch", spy)
+    return names
+
+
 def layouts(shape: tuple[int, ...], dt: Any, kind: ScanKind) -> dict[str, Any]:
     """The same logical shape as contiguous, transposed-storage and sliced views."""
     base = torch.from_numpy(make_input(kind, shape)).to("cuda", dt)
@@ -236,14 +251,7 @@ def test_lookback_rows(kind: ScanKind, element: ElementKind, case: tuple[tuple[i
 
     monkeypatch.setattr(K, "LOOKBACK_ROWS", on)
     monkeypatch.setattr(K, "LOOKBACK_FLAGGED", on)
-    names: list[str] = []
-    real_launch = K.launch
-
-    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, args: Any, name: str) -> None:
-        names.append(name)
-        real_launch(fn, grid, block, smem, st, args, name)
-
-    monkeypatch.setattr(K, "launch", spy)
+    names = launched_kernels(monkeypatch)
     shape, axis = case
     for reverse in (False, True):
         for name, x in layouts(shape, torch_dtype(element), kind).items():
@@ -379,14 +387,7 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
     from baracuda.scan import _kernels as K
 
     assert K.PIPELINED_ROWS
-    names: list[str] = []
-    real_launch = K.launch
-
-    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, args: Any, name: str) -> None:
-        names.append(name)
-        real_launch(fn, grid, block, smem, st, args, name)
-
-    monkeypatch.setattr(K, "launch", spy)
+    names = launched_kernels(monkeypatch)
     rows = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 3
     tile = 1024 // element.itemsize
     n = 3 * tile + tile // 2 + 16 // element.itemsize
