@@ -14,8 +14,8 @@
 //   states1/8      in-place exclusive scan of per-chunk totals (multi-chunk rows).
 //   lbrows / lbcols  single pass over lines too few to fill the GPU: a block scans one tile
 //                  (lbrows: a piece of one line; lbcols: a piece of 1-32 adjacent lines) and
-//                  takes its carry by decoupled look-back over a radix-32 tree of the tiles
-//                  before it (see "decoupled look-back").
+//                  takes its carry by decoupled look-back over a tree of the tiles before it
+//                  (radix 32 / lines per tile; see "decoupled look-back").
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
 // workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
@@ -546,17 +546,22 @@ __device__ __forceinline__ void scan_rows_dir(const Params& P) {
   }
 }
 
-// The scan direction is a template argument (kRev): every kernel body is instantiated for
-// both directions so every register index is static (a runtime one sends the per-thread
-// arrays to local memory); the entry picks one by P.reverse. (Plain branches: NVRTC 13.0
-// treats a generic lambda's call operator as a host function.)
+// The scan direction is a template argument (kRev, the last one): every kernel body is
+// instantiated for both directions so every register index is static (a runtime one sends
+// the per-thread arrays to local memory); BC_SCAN_BY_DIRECTION(F, args...) calls
+// F<args..., P.reverse>(P). (A macro, not a generic lambda: NVRTC 13.0 treats a generic
+// lambda's call operator as a host function.)
+#define BC_SCAN_BY_DIRECTION(F, ...) \
+  do {                               \
+    if (P.reverse)                   \
+      F<__VA_ARGS__, true>(P);       \
+    else                             \
+      F<__VA_ARGS__, false>(P);      \
+  } while (0)
 
 template <typename T, typename A, class Op, int GW>
 __device__ void scan_rows(const Params& P) {
-  if (P.reverse)
-    scan_rows_dir<T, A, Op, GW, true>(P);
-  else
-    scan_rows_dir<T, A, Op, GW, false>(P);
+  BC_SCAN_BY_DIRECTION(scan_rows_dir, T, A, Op, GW);
 }
 
 // ------------------------------------------------------------ decoupled look-back
@@ -803,10 +808,7 @@ __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
 
 template <typename T, typename A, class Op>
 __device__ void scan_lb_rows(const Params& P) {
-  if (P.reverse)
-    scan_lb_rows_dir<T, A, Op, true>(P);
-  else
-    scan_lb_rows_dir<T, A, Op, false>(P);
+  BC_SCAN_BY_DIRECTION(scan_lb_rows_dir, T, A, Op);
 }
 
 // lbcols: the axis is strided. A tile is `width` adjacent lines (lanes, line = group * width
@@ -1093,10 +1095,7 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
 
 template <typename T, typename A, class Op>
 __device__ void scan_pipe(const Params& P) {
-  if (P.reverse)
-    scan_pipe_dir<T, A, Op, true>(P);
-  else
-    scan_pipe_dir<T, A, Op, false>(P);
+  BC_SCAN_BY_DIRECTION(scan_pipe_dir, T, A, Op);
 }
 
 template <typename T, typename A, class Op>
