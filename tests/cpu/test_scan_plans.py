@@ -14,7 +14,14 @@ from baracuda.scan import (
     ScanDescriptor,
     ScanPlan,
 )
-from baracuda.scan._kernels import SCAN_SOURCE, chunking, flag_strides, state_bytes
+from baracuda.scan._kernels import (
+    SCAN_SOURCE,
+    Slot,
+    chunking,
+    flag_strides,
+    launch_max_backward,
+    state_bytes,
+)
 from baracuda.types import ElementKind, ScanKind, TieBreak
 
 F32 = ElementKind.F32
@@ -91,6 +98,43 @@ def test_flag_strides_match_layouts() -> None:
     assert flag_strides((3, 5, 7), 1, "rows") == (35, 1, 5)
     assert flag_strides((3, 5, 7), 1, "cols") == (7, 21, 1)
     assert flag_strides((3, 5, 7), 2, "rows") == (35, 7, 1)
+
+
+def test_fused_extrema_backward_only_where_a_warp_takes_a_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one-kernel cummax/cummin backward is taken only for contiguous lines that rows1
+    scans (a warp per line); elsewhere nothing is enqueued and the two passes run."""
+    from baracuda.scan import _kernels as K
+
+    def fused(shape: tuple[int, ...], layout: str = "rows") -> str | None:
+        sl = Slot(0, (shape[1], 1))
+        return launch_max_backward(None, None, shape, 1, reverse=False, mode=0,  # type: ignore[arg-type]
+                                   dy=sl, x=sl, dx=sl, flags=sl, layout=layout, itemsize=4,
+                                   sm_count=132)  # fmt: skip
+
+    assert chunking("rows", 33, 1500, 4, 132).layout == "rows8"
+    assert fused((33, 1500)) is None  # a block per line
+    assert fused((4096, 8192), "cols") is None  # strided axis
+    assert fused((0, 8)) is None  # empty
+    monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
+    assert fused((4096, 8192)) is None
+
+
+def test_wide_lookback_tiles_for_32_lines() -> None:
+    """Strided cumsum/cumprod/logcumsumexp tiles of 32 lines take 32 positions per thread
+    for the itemsizes of LBCOLS_WIDE (fewer, longer tiles), 16 otherwise; f64 takes 8."""
+    from baracuda.scan import _kernels as K
+
+    for itemsize in (2, 4, 8):
+        narrow = chunking("cols", 8192, 4096, itemsize, 132)
+        wide = chunking("cols", 8192, 4096, itemsize, 132, wide=True)
+        assert narrow.layout == wide.layout == "lbcols" and narrow.width == 32
+        per = 8 if itemsize == 8 else 16
+        assert narrow.chunk_len == 8 * per
+        assert wide.chunk_len == (8 * 32 if itemsize in K.LBCOLS_WIDE else narrow.chunk_len)
+        two = chunking("cols", 2, 2**20, itemsize, 132, wide=True)
+        assert two.width == 2 and two.chunk_len == 128 * per  # 2 lines: never wide
 
 
 def test_functional_cpu_path() -> None:

@@ -424,3 +424,51 @@ def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int]) -> None
         ref = R.scan(ScanKind.CUMSUM, _np64(x), axis, False)
         assert_close(y, ref, ElementKind.F32, scale=scale_of(ScanKind.CUMSUM, shape[axis]),
                      what=f"graph replay {seed}")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """The one-kernel cummax/cummin backward (a warp per line: winner flags, then segmented
+    sums) on short lines and lines of several tiles with a partial last one, ties, NaN (one
+    and several), +-inf, all-equal lines, a strided x, both tie-breaks and directions: equal
+    to the float64 reference and to the two launches (flags, then the segmented scan)."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    assert K.FUSED_MAX_BACKWARD
+    names = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    many = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 5
+    for shape in ((70, 64), (33, 37), (9, 300), (many, 1100), (many, 8)):
+        rng = np.random.default_rng(shape[1])
+        xn = np.round(rng.standard_normal(shape) * 3) / 4
+        xn[1, 7] = np.nan
+        xn[2, 5:9] = np.nan
+        xn[3, :] = -np.inf
+        xn[4, 0] = -np.inf
+        xn[4, 1:] = np.inf
+        xn[5, :] = 2.0  # all tied
+        big = torch.from_numpy(np.repeat(xn, 2, axis=1)).to("cuda", dt)
+        for xname, x in (("contiguous", big[:, ::2].contiguous()), ("strided x", big[:, ::2])):
+            dy = torch.from_numpy(rng.standard_normal(shape)).to("cuda", dt)
+            x64, dy64 = _np64(x), _np64(dy)
+            for tie in TieBreak:
+                for reverse in (False, True):
+                    what = f"{kind.value} {shape} {xname} {tie.value} rev={reverse}"
+                    names.clear()
+                    dx = run_backward(kind, dy, x, None, 1, reverse, tie)
+                    assert names == ["scan_max_bwd_rows"], (what, names)
+                    ref = R.scan_backward(kind, dy64, x=x64, axis=1, reverse=reverse,
+                                          tie_break=tie)  # fmt: skip
+                    mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=1,
+                                                 reverse=reverse, tie_break=tie))  # fmt: skip
+                    assert_close(dx, ref, element, scale=max(1.0, math.sqrt(shape[1]) / 4),
+                                 magnitude=mag, what=what)  # fmt: skip
+                    monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
+                    names.clear()
+                    two = run_backward(kind, dy, x, None, 1, reverse, tie)
+                    monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", True)
+                    assert names and "scan_max_bwd_rows" not in names, names
+                    assert_close(dx, _np64(two), element, scale=max(1.0, math.sqrt(shape[1]) / 4),
+                                 magnitude=mag, what=f"{what} vs two passes")  # fmt: skip

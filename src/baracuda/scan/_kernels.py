@@ -52,9 +52,12 @@ __all__ = [
     "WARP_ROWS_PER_SM_OP",
     "lb_nodes_per_line",
     "lb_radix_bits",
+    "FUSED_MAX_BACKWARD",
+    "LBCOLS_WIDE",
+    "launch_max_backward",
 ]
 
-OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd")
+OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd", "maxflag")
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
@@ -81,12 +84,28 @@ LOOKBACK_ROWS = False
 # (bf16 325 vs 404), while cumsum gains from lbcols (111 vs 188 us). Read at each launch.
 LOOKBACK_FLAGGED = False
 
+# Itemsizes whose cumsum/cumprod/logcumsumexp along a strided axis take wide look-back
+# tiles: 32 positions per thread (16 otherwise) when a tile holds 32 lines. On the H100,
+# cumsum over 4096 x 8192 along dim 0 took 105.6 vs 112.5 us in f32 and 105 vs 136 us in
+# bf16; with 2 lines, (2^20, 2), the fewer tiles were slower (bf16 36 vs 28 us), hence 32
+# lines only; the cummax backward's flags pass was slower wide (f32 489 vs 454 us), hence
+# these ops only. Read at each launch.
+LBCOLS_WIDE: tuple[int, ...] = (2, 4)
+_WIDE_OPS = ("sum", "prod", "lse")
+
+# Switch: the cummax/cummin backward in one kernel (scan_max_bwd_rows: a warp per line scans
+# the winner flags, then the segmented sums) where the axis is contiguous and the lines are
+# many enough for a warp each; False keeps two launches (flags, then the segmented scan).
+# Read at each launch.
+FUSED_MAX_BACKWARD = True
+
 SCAN_SOURCE = register_source(
     KernelSource(
         "scan",
         "scan.cu",
         tuple(f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS)
-        + tuple(f"scan_{op}_pipe1" for op in PIPE_OPS),
+        + tuple(f"scan_{op}_pipe1" for op in PIPE_OPS)
+        + ("scan_max_bwd_rows",),
     )
 )
 
@@ -196,17 +215,20 @@ def _lb_rows(rows: int, n: int, itemsize: int) -> Chunking | None:
     return ch if ch.nchunks < _LB_MAX_TILES else None
 
 
-def _lb_cols(rows: int, n: int, itemsize: int) -> Chunking | None:
-    """Look-back tiles of up to 32 adjacent rows along a strided axis; None past the limit."""
+def _lb_cols(rows: int, n: int, itemsize: int, wide: bool = False) -> Chunking | None:
+    """Look-back tiles of up to 32 adjacent rows along a strided axis; None past the limit.
+    ``wide``: 32 positions per thread where ``LBCOLS_WIDE`` lists the itemsize and the tile
+    has 32 lines (scan.cu, scan_lb_cols), else 16 (8 for 8-byte types)."""
     width = min(32, _pow2(rows))
-    chunk_len = BLOCK // width * (8 if itemsize == 8 else 16)
+    per = 8 if itemsize == 8 else 32 if wide and width == 32 and itemsize in LBCOLS_WIDE else 16
+    chunk_len = BLOCK // width * per
     ch = Chunking("lbcols", _cdiv(n, chunk_len), chunk_len, width, _cdiv(rows, width))
     return ch if ch.nchunks < _LB_MAX_TILES else None
 
 
 def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
              lookback: bool | None = None, lookback_rows: bool | None = None,
-             warp_rows: int | None = None) -> Chunking:  # fmt: skip
+             warp_rows: int | None = None, wide: bool = False) -> Chunking:  # fmt: skip
     """How a launch cuts its rows: the kernel variant, chunks per row and chunk length.
     ``lookback``: one pass with look-back where rows are split (default: ``LOOKBACK``), for
     contiguous rows only with ``lookback_rows`` (default: ``LOOKBACK_ROWS``); ``warp_rows``:
@@ -232,7 +254,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
     target_threads = sm_count * 2048
     if rows * 2 >= target_threads or n <= 4 * _COL_UNROLL:
         return Chunking("cols", 1, max(n, 1))
-    ch = _lb_cols(rows, n, itemsize) if lb else None
+    ch = _lb_cols(rows, n, itemsize, wide) if lb else None
     if ch is not None:
         return ch
     want = min(-(-target_threads // rows), -(-n // (2 * _COL_UNROLL)), _MAX_CHUNKS)
@@ -243,7 +265,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
 
 # Ops whose scan state is one accumulator (4 bytes below f64): look-back nodes packed with
 # their flag in a 64-bit word (scan.cu, LbNodes).
-_SCALAR_STATE = ("sum", "prod", "lse")
+_SCALAR_STATE = ("sum", "prod", "lse", "maxflag")
 
 
 def _lb_zeroed_bytes(ch: Chunking, packed: bool) -> int:
@@ -269,8 +291,9 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     if total == 0:
         return 0
     rows = total // n
-    return max(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb), rows)
-               for lay in ("rows", "cols") for lb in (False, True))  # fmt: skip
+    return max(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
+               for lay in ("rows", "cols") for lb in (False, True)
+               for w in (False, True))  # fmt: skip
 
 
 def layout_of(primary: TensorView, axis: int) -> str:
@@ -305,6 +328,42 @@ def slot(view: TensorView | None) -> Slot | None:
     return None if view is None else Slot(view.ptr, view.strides)
 
 
+def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+            vec_slots: Sequence[int], itemsize: int, layout: str, reverse: bool,
+            mode: int) -> Params:  # fmt: skip
+    """Params of one scan over the rows of ``shape`` along ``axis`` (no chunking yet): the
+    operands' pointers and strides, and ``vec`` when every operand of ``vec_slots`` allows
+    16-byte vectors along a contiguous axis (``layout`` "rows")."""
+    used = [i for i, o in enumerate(operands) if o is not None]
+    oshape, ostrides, _, axis_strides = split_axis(
+        shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
+    )
+    params = Params()
+    params.outer = shape_arg(oshape)
+    for k, i in enumerate(used):
+        o = operands[i]
+        assert o is not None
+        params.op[i].ptr = o.ptr
+        params.op[i].axis_stride = axis_strides[k]
+        params.op[i].outer = strides_arg(ostrides[k])
+    lanes = 16 // itemsize
+    params.vec = int(
+        layout == "rows"
+        and all(
+            operands[i] is not None
+            and operands[i].ptr % 16 == 0  # type: ignore[union-attr]
+            and axis_strides[used.index(i)] == 1
+            and all(s % lanes == 0 for d, s in zip(oshape, ostrides[used.index(i)], strict=True)
+                    if d > 1)
+            for i in vec_slots
+        )
+    )
+    params.rows = numel(shape) // shape[axis]
+    params.n = shape[axis]
+    params.reverse, params.mode = int(reverse), mode
+    return params
+
+
 def launch_scan(
     module: LoadedModule,
     op: str,
@@ -328,37 +387,14 @@ def launch_scan(
     if total == 0:
         return "empty"
     n = shape[axis]
-    used = [i for i, o in enumerate(operands) if o is not None]
-    oshape, ostrides, _, axis_strides = split_axis(
-        shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
-    )
     rows = total // n
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
     ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED),
-                  warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM))
-    params = Params()
-    params.outer = shape_arg(oshape)
-    for k, i in enumerate(used):
-        o = operands[i]
-        assert o is not None
-        params.op[i].ptr = o.ptr
-        params.op[i].axis_stride = axis_strides[k]
-        params.op[i].outer = strides_arg(ostrides[k])
+                  warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
+                  wide=packed and op in _WIDE_OPS)
+    params = _params(shape, axis, operands, vec_slots, itemsize, layout, reverse, mode)
     lanes = 16 // itemsize
-    params.vec = int(
-        layout == "rows"
-        and all(
-            operands[i] is not None
-            and operands[i].ptr % 16 == 0  # type: ignore[union-attr]
-            and axis_strides[used.index(i)] == 1
-            and all(s % lanes == 0 for d, s in zip(oshape, ostrides[used.index(i)], strict=True)
-                    if d > 1)
-            for i in vec_slots
-        )
-    )
-    params.rows, params.n = rows, n
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
-    params.reverse, params.mode = int(reverse), mode
     variant = ch.layout
     # the pipelined kernels' launch condition: x and y contiguous along the axis with
     # 16-byte aligned rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)
@@ -404,3 +440,30 @@ def launch_scan(
     launch(sfn, (sgrid, 1, 1), BLOCK, 0, stream, [params], f"scan_{op}_{states}")
     launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
     return f"{ch.layout}x{ch.nchunks}"
+
+
+def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int,
+                        *, reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot, flags: Slot,
+                        layout: str, itemsize: int, sm_count: int) -> str | None:  # fmt: skip
+    """Enqueue the cummax/cummin backward in one kernel (``scan_max_bwd_rows``; ``reverse`` and
+    ``mode`` of the forward, winner flags in ``flags`` laid out for ``layout``) where it
+    applies: ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows" and a warp per line (``chunking``
+    takes ``rows1``). Returns the variant run, or None (nothing enqueued: take two passes)."""
+    total = numel(shape)
+    if not FUSED_MAX_BACKWARD or layout != "rows" or total == 0:
+        return None
+    n = shape[axis]
+    ch = chunking("rows", total // n, n, itemsize, sm_count)
+    if ch.layout != "rows1":
+        return None
+    fwd = _params(shape, axis, [x, None, None, None, flags], (IN0,), itemsize, layout, reverse,
+                  mode | 4)  # fmt: skip
+    bwd = _params(shape, axis, [dy, None, None, dx, flags], (IN0, OUT), itemsize, layout,
+                  not reverse, 0)  # fmt: skip
+    for p in (fwd, bwd):
+        p.chunk_len, p.nchunks = ch.chunk_len, ch.nchunks
+    warps_per_block = BLOCK // 32
+    grid = max(1, min(_cdiv(fwd.rows, warps_per_block), sm_count * 64))
+    launch(module.function("scan_max_bwd_rows"), (grid, 1, 1), BLOCK, 0, stream, [fwd, bwd],
+           "scan_max_bwd_rows")  # fmt: skip
+    return "max_bwd_rows"

@@ -16,6 +16,7 @@
 //                  (lbrows: a piece of one line; lbcols: a piece of 1-32 adjacent lines) and
 //                  takes its carry by decoupled look-back over a tree of the tiles before it
 //                  (radix 32 / lines per tile; see "decoupled look-back").
+//   max_bwd_rows   the cummax/cummin backward in one kernel, a warp per line (both passes).
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
 // workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
@@ -134,6 +135,32 @@ struct MaxOp {
   }
   __device__ S make(const A* v, unsigned char, i64 p) const { return {v[0], p}; }
   __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc.v; }
+  // AUX: the running winner of scan position q (physical p)
+  __device__ i64 winner(S inc, S, const A*, i64, i64) const { return inc.i; }
+};
+
+// The winner flags alone (the first pass of the cummax/cummin backward; mode as MaxOp, with
+// bit 2 set): the state is the running extremum's value (NaN sticks), and scan position q is
+// its own winner when q = 0 or it wins against the extremum before it (MaxOp::wins). One
+// word of state, where MaxOp carries a value and an index.
+template <typename A>
+struct MaxFlagOp {
+  typedef A S;
+  static constexpr int kIn = 1;
+  static constexpr bool kNb = false, kAuxIn = false, kAuxOut = true;
+  int mode;
+  __device__ S identity() const { return (mode & 1) ? inf<A>() : -inf<A>(); }
+  __device__ S combine(S l, S r) const {
+    if (is_nan(r)) return r;
+    if (is_nan(l)) return l;
+    if (mode & 1) return r < l ? r : l;
+    return r > l ? r : l;
+  }
+  __device__ S make(const A* v, unsigned char, i64) const { return v[0]; }
+  __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc; }
+  __device__ i64 winner(S, S exc, const A* v, i64 q, i64 p) const {
+    return q == 0 || MaxOp<A>{mode}.wins(v[0], exc) ? p : -1;
+  }
 };
 
 // log(exp(a) + exp(b)) with PyTorch's guards: -inf is the identity, inf + inf = inf.
@@ -216,7 +243,7 @@ struct LseBwdOp {
   }
 };
 
-// cummax / cummin, second pass: AUX holds the winner flags of the first pass (MaxOp);
+// cummax / cummin, second pass: AUX holds the winner flags of the first pass (MaxFlagOp);
 // dx_i = flag_i ? dy_i + V_{i+1} : 0 with V_i = flag_i ? 0 : dy_i + V_{i+1}: a segmented
 // suffix sum as the linear recurrence (a, b) = (!flag, !flag * dy). IN0 = dy.
 template <typename A>
@@ -288,12 +315,14 @@ __device__ __forceinline__ void store_aux_at(const Params& P, i64 off, i64 p, i6
     static_cast<i64*>(P.op[AUX].ptr)[off] = win;
 }
 
+// AUX of scan position q (physical p; inclusive and exclusive states, inputs v).
 template <typename T, typename A, class Op>
-__device__ __forceinline__ void store_aux(const Params& P, const Op& op, i64 base, i64 p,
-                                          const typename Op::S& inc) {
-  (void)op;
+__device__ __forceinline__ void store_aux(const Params& P, const Op& op, i64 base, i64 q, i64 p,
+                                          const typename Op::S& inc, const typename Op::S& exc,
+                                          const A* v) {
   if constexpr (Op::kAuxOut) {
-    if (P.op[AUX].ptr != nullptr) store_aux_at(P, base + p * P.op[AUX].axis_stride, p, inc.i);
+    if (P.op[AUX].ptr != nullptr)
+      store_aux_at(P, base + p * P.op[AUX].axis_stride, p, op.winner(inc, exc, v, q, p));
   }
 }
 
@@ -476,7 +505,7 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
 #pragma unroll
     for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
     res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
-    if constexpr (Op::kAuxOut) win[k] = inc.i;
+    if constexpr (Op::kAuxOut) win[k] = op.winner(inc, prev, vk, qt + k, phys(P, qt + k));
     prev = inc;
   }
   if constexpr (Op::kAuxOut) {
@@ -815,10 +844,9 @@ __device__ void scan_lb_rows(const Params& P) {
 // + lane % width; adjacent lines are usually adjacent in memory) times 256 / width row
 // lanes of R consecutive positions each; tile = chunk * groups + group. Row lanes are
 // scanned per line with shuffles inside a warp and shared memory across warps.
-template <typename T, typename A, class Op>
-__device__ void scan_lb_cols(const Params& P) {
+template <typename T, typename A, class Op, int R>
+__device__ __forceinline__ void scan_lb_cols_r(const Params& P) {
   typedef typename Op::S S;
-  constexpr int R = sizeof(T) == 8 ? 8 : 16;
   __shared__ S scratch[8][32];
   __shared__ S part_sh[kLbMaxLevels][32];
   __shared__ i64 tile_sh;
@@ -930,13 +958,85 @@ __device__ void scan_lb_cols(const Params& P) {
           for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
           if (dst != nullptr)
             dst[k * ostep] = from_acc<T>(op.out_value(inc, prev, vk, nb[k], fl[k]));
-          store_aux<T, A>(P, op, base[AUX] - p0 * P.op[AUX].axis_stride, p0 + dir * k, inc);
+          store_aux<T, A>(P, op, base[AUX] - p0 * P.op[AUX].axis_stride, q0 + k, p0 + dir * k,
+                          inc, prev, vk);
           prev = inc;
         }
       }
     }
     __syncthreads();  // scratch, part_sh and tile_sh are rewritten by the next tile
   }
+}
+
+// R positions per row lane: 8 (f64), 16, or 32 where the host chose wide tiles (cumsum,
+// cumprod, logcumsumexp below f64 with 32 lines a tile: chunk_len * width = 256 * 32).
+template <typename T, typename A, class Op>
+__device__ void scan_lb_cols(const Params& P) {
+  if constexpr (sizeof(T) == 8) {
+    scan_lb_cols_r<T, A, Op, 8>(P);
+  } else {
+    if constexpr (sizeof(typename Op::S) == 4 && !Op::kAuxOut) {  // sum, prod, lse
+      if (P.chunk_len * P.width == kBlock * 32) {
+        scan_lb_cols_r<T, A, Op, 32>(P);
+        return;
+      }
+    }
+    scan_lb_cols_r<T, A, Op, 16>(P);
+  }
+}
+
+// --------------------------------------- fused cummax/cummin backward (max_bwd_rows)
+// Both passes of the cummax/cummin backward in one kernel, a warp per line (launched where
+// rows1 would be: lines many enough for a warp each): rows1's tiles of the winner-flag scan
+// (MaxFlagOp, forward order; params F: IN0 = x, AUX = flags) over the whole line, then those
+// of the segmented scan (SegBwdOp, the opposite order; params B: IN0 = dy, OUT = dx, AUX =
+// the same flags). The flags (workspace bytes) are written and read back by the same warp
+// (__syncwarp orders them), soon enough to be found in L2.
+template <typename T, typename A, bool kRevF, bool kRevB>
+__device__ __forceinline__ void max_bwd_rows_dir(const Params& F, const Params& B) {
+  constexpr int K = rows_per_thread<T>();
+  const MaxFlagOp<A> fop{F.mode};
+  const SegBwdOp<A> bop{B.mode};
+  const i64 warps = (i64)gridDim.x * (kBlock / 32);
+  for (i64 row = (i64)blockIdx.x * (kBlock / 32) + (threadIdx.x >> 5); row < F.rows;
+       row += warps) {
+    Coord c;
+    unravel(row, F.outer, c);
+    i64 fb[NOPS], bb[NOPS];
+#pragma unroll
+    for (int j = 0; j < NOPS; ++j) {
+      fb[j] = dot(c, F.op[j].outer, F.outer.rank);
+      bb[j] = dot(c, B.op[j].outer, B.outer.rank);
+    }
+    A run = fop.identity();
+    for (i64 tile = 0; tile < F.n; tile += 32 * K) {
+      rows_tile<T, A, MaxFlagOp<A>, 1, K, kRevF>(F, fop, fb, tile, F.n, false, nullptr,
+                                                 [&](const A& total) {
+                                                   const A in = run;
+                                                   run = fop.combine(run, total);
+                                                   return in;
+                                                 });
+    }
+    __syncwarp();
+    Pair<A> acc = bop.identity();
+    for (i64 tile = 0; tile < B.n; tile += 32 * K) {
+      rows_tile<T, A, SegBwdOp<A>, 1, K, kRevB>(B, bop, bb, tile, B.n, false, nullptr,
+                                                [&](const Pair<A>& total) {
+                                                  const Pair<A> in = acc;
+                                                  acc = bop.combine(acc, total);
+                                                  return in;
+                                                });
+    }
+    __syncwarp();
+  }
+}
+
+template <typename T, typename A>
+__device__ void scan_max_bwd_rows(const Params& F, const Params& B) {
+  if (F.reverse)
+    max_bwd_rows_dir<T, A, true, false>(F, B);
+  else
+    max_bwd_rows_dir<T, A, false, true>(F, B);
 }
 
 // ------------------------------------------------- pipelined warp rows (pipe1)
@@ -1156,7 +1256,7 @@ __device__ void scan_cols(const Params& P) {
             if (P.op[OUT].ptr != nullptr)
               static_cast<T*>(P.op[OUT].ptr)[base[OUT] + p * P.op[OUT].axis_stride] =
                   from_acc<T>(op.out_value(run, prev, vk, nb[u], fl[u]));
-            store_aux<T, A>(P, op, base[AUX], p, run);
+            store_aux<T, A>(P, op, base[AUX], qq, p, run, prev, vk);
           }
         }
       }
@@ -1206,7 +1306,12 @@ __device__ void scan_states(const Params& P) {
 
 // At least MINB blocks of 256 per SM (a register cap of 64 for 4, 80 for 3, 128 for 2), so
 // one block's loads overlap the others' scans and look-backs. Without a cap the heavier ops
-// took up to 175 registers: one block, 8 warps, per SM. Caps chosen without spills (ptxas).
+// took up to 175 registers: one block, 8 warps, per SM. Caps chosen without spills (ptxas),
+// except where more warps measured faster despite spills to L1-cached local memory: cummax
+// rows (RMINB 4, 96-108 spilled bytes; H100 4096 x 8192: f32 252 vs 284 us, bf16 196 vs
+// 259), the logcumsumexp backward's rows (36-44 bytes; 180 vs 230 us, 173 vs 206) and the
+// fused cummax backward (4 vs 3: 214 vs 253 us). The cumprod backward stays at 3 (144 vs
+// 178 us at 4).
 #define BC_LB_KERNEL(op, MINB) \
   extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(op)
 
@@ -1243,11 +1348,15 @@ __device__ void scan_states(const Params& P) {
 
 BC_SCAN_ENTRIES(sum, SumOp, 4, 4)
 BC_SCAN_ENTRIES(prod, ProdOp, 4, 4)
-BC_SCAN_ENTRIES(max, MaxOp, 2, 3)
+BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
-BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 3)
+BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
+BC_SCAN_ENTRIES(maxflag, MaxFlagOp, 4, 4)
+BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
+  bc::scan::scan_max_bwd_rows<BC_T, BC_ACC>(f, b);
+}

@@ -28,6 +28,7 @@ from baracuda.scan._kernels import (
     OUT,
     Slot,
     flag_strides,
+    launch_max_backward,
     launch_scan,
     layout_of,
     slot,
@@ -166,9 +167,19 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
             run("lse_bwd", back, 0,
                 [slot(dy), slot(x), slot(y), slot(dx), None], (IN0, IN1, IN2, OUT))  # fmt: skip
         else:
+            assert x is not None  # checked by _bind
+            mode = max_mode(d.kind, d.tie_break)
             flags = Slot(workspace.ptr, flag_strides(d.shape, ax, layout))
+            fused = launch_max_backward(
+                self._module, stream, d.shape, ax, reverse=d.reverse, mode=mode,
+                dy=Slot(dy.ptr, dy.strides), x=Slot(x.ptr, x.strides),
+                dx=Slot(dx.ptr, dx.strides), flags=flags, layout=layout,
+                itemsize=d.element.itemsize, sm_count=self._sm_count,
+            )
+            if fused is not None:
+                return
             # pass 1: forward winners of x, as per-element "own winner" flags
-            run("max", d.reverse, max_mode(d.kind, d.tie_break) | 4,
+            run("maxflag", d.reverse, mode | 4,
                 [slot(x), None, None, None, flags], (IN0,))  # fmt: skip
             # pass 2: segmented suffix sums of dy, each segment ending at a winner
             run("seg_bwd", back, 0, [slot(dy), None, None, slot(dx), flags], (IN0, OUT))
