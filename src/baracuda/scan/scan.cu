@@ -840,16 +840,121 @@ __device__ void scan_lb_rows(const Params& P) {
   BC_SCAN_BY_DIRECTION(scan_lb_rows_dir, T, A, Op);
 }
 
+// A staged lbcols tile between operand j and shared memory (kStore: shared -> global, else
+// global -> shared), in 16-byte vectors where whole (scalars for a partial last vector). The
+// tile: positions [chunk * chunk_len, q1) of lines group * width .. + width - 1; m rows of
+// width elements in memory order from physical row plo, row pitch = the axis stride. Every
+// thread's global loads are issued before any is used (R / L vectors at most). A vector
+// within one row (width a multiple of L) is one 16-byte access of shared memory too.
+template <typename T, int R, bool kStore>
+__device__ __forceinline__ void stage_tile(const Params& P, int j, T* stage, i64 group,
+                                           i64 chunk, i64 q1) {
+  constexpr int L = 16 / sizeof(T);
+  constexpr int NV = R / L;  // the widest tile is kBlock * R elements
+  const int width = P.width, wbits = __ffs(width) - 1;
+  const bool row_vec = (width & (L - 1)) == 0;
+  const i64 qa = chunk * P.chunk_len;
+  const int m = (int)(q1 - qa);
+  const i64 plo = P.reverse ? P.n - q1 : qa;
+  Coord c;
+  unravel(group * width, P.outer, c);
+  const i64 s = P.op[j].axis_stride;
+  T* g = static_cast<T*>(P.op[j].ptr) + dot(c, P.op[j].outer, P.outer.rank) + plo * s;
+  const int tot = m << wbits;
+  // shared-memory index of tile element ee (memory order)
+  auto sidx = [&](int ee) {
+    const int r = ee >> wbits, ql = P.reverse ? m - 1 - r : r;
+    return (ql + ql / R) * width + (ee & (width - 1));
+  };
+  auto gidx = [&](int ee) { return (i64)(ee >> wbits) * s + (ee & (width - 1)); };
+  int4 raw[NV];
+  if constexpr (kStore) {
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const int e = (i * kBlock + (int)threadIdx.x) * L;
+      if (e + L <= tot && row_vec) {
+        raw[i] = *reinterpret_cast<const int4*>(stage + sidx(e));
+      } else {
+        T w[L];
+#pragma unroll
+        for (int l = 0; l < L; ++l)
+          if (e + l < tot) w[l] = stage[sidx(e + l)];
+        memcpy(&raw[i], w, 16);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const int e = (i * kBlock + (int)threadIdx.x) * L;
+      if (e + L <= tot) {
+        store16(reinterpret_cast<int4*>(g + gidx(e)), raw[i]);
+      } else if (e < tot) {
+        T w[L];
+        memcpy(w, &raw[i], 16);
+        for (int l = 0; e + l < tot; ++l) g[gidx(e + l)] = w[l];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const int e = (i * kBlock + (int)threadIdx.x) * L;
+      if (e + L <= tot) {
+        raw[i] = __ldg(reinterpret_cast<const int4*>(g + gidx(e)));
+      } else if (e < tot) {
+        T w[L];
+        for (int l = 0; l < L; ++l) w[l] = e + l < tot ? g[gidx(e + l)] : T();
+        memcpy(&raw[i], w, 16);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const int e = (i * kBlock + (int)threadIdx.x) * L;
+      if (e + L <= tot && row_vec) {
+        *reinterpret_cast<int4*>(stage + sidx(e)) = raw[i];
+      } else if (e < tot) {
+        T w[L];
+        memcpy(w, &raw[i], 16);
+#pragma unroll
+        for (int l = 0; l < L; ++l)
+          if (e + l < tot) stage[sidx(e + l)] = w[l];
+      }
+    }
+  }
+}
+
 // lbcols: the axis is strided. A tile is `width` adjacent lines (lanes, line = group * width
 // + lane % width; adjacent lines are usually adjacent in memory) times 256 / width row
 // lanes of R consecutive positions each; tile = chunk * groups + group. Row lanes are
 // scanned per line with shuffles inside a warp and shared memory across warps.
-template <typename T, typename A, class Op, int R>
-__device__ __forceinline__ void scan_lb_cols_r(const Params& P) {
+//
+// Staged tiles (P.vec, set by the host for one-input ops without neighbour or aux operands,
+// below 8 bytes, when every group's lines are adjacent in memory and 16-byte aligned): the
+// tile moves between global and shared memory in 16-byte vectors, in memory order (its
+// `width` lines of each position are a contiguous run, or with axis stride == width the
+// whole tile is), and the threads read and write their elements in shared memory, where
+// position ql of line c sits at (ql + ql / R) * width + c (a pad of one row every R rows
+// keeps the row lanes of a warp on distinct banks).
+template <typename T, class Op>
+struct LbColsShared {
+  // one-input ops without neighbour or aux operands, below 8 bytes, may stage their tiles
+  // (in dynamic shared memory: kBlock * (R + 1) elements, passed only to staged launches)
+  static constexpr bool kStage =
+      Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut && sizeof(T) < 8;
   typedef typename Op::S S;
-  __shared__ S scratch[8][32];
-  __shared__ S part_sh[kLbMaxLevels][32];
-  __shared__ i64 tile_sh;
+  S scratch[8][32];
+  S part[kLbMaxLevels][32];
+  i64 off[kLbMaxLevels];
+  i64 tile;
+};
+
+template <typename T, typename A, class Op, int R, bool kStaged>
+__device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, Op>& sh) {
+  typedef typename Op::S S;
+  static_assert(!kStaged || LbColsShared<T, Op>::kStage, "staged tiles: one-input ops only");
+  extern __shared__ int4 lb_stage[];  // 16-byte aligned
+  T* stage = reinterpret_cast<T*>(lb_stage);
+  auto& scratch = sh.scratch;
+  auto& part_sh = sh.part;
+  i64& tile_sh = sh.tile;
   const Op op{P.mode};
   const int width = P.width;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -857,8 +962,7 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P) {
   const int rlane = threadIdx.x / width;  // row lane in the block: 0 .. 256 / width - 1
   const i64 tiles = P.groups * P.nchunks;
   const i64 dir = P.reverse ? -1 : 1;
-  __shared__ i64 off_sh[kLbMaxLevels];
-  const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width, off_sh);
+  const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width, sh.off);
   for (;;) {
     if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
     __syncthreads();
@@ -884,14 +988,24 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P) {
     A v[Op::kIn][R];
     A nb[R];
     unsigned char fl[R];
+    constexpr bool staged = kStaged;
+    if constexpr (staged) {
+      stage_tile<T, R, false>(P, IN0, stage, group, chunk, q1);
+      __syncthreads();
+      const int ql0 = rlane * R;
 #pragma unroll
-    for (int j = 0; j < Op::kIn; ++j) {
-      const T* src = in_ptr<T>(P, j) + base[j];
-      const i64 step = dir * P.op[j].axis_stride;
+      for (int k = 0; k < R; ++k)
+        v[0][k] = k < cnt ? to_acc(stage[(ql0 + k + (ql0 + k) / R) * width + col]) : A(0);
+    } else {
 #pragma unroll
-      for (int k = 0; k < R; ++k) {
-        v[j][k] = k < cnt ? to_acc(*src) : A(0);
-        src += step;
+      for (int j = 0; j < Op::kIn; ++j) {
+        const T* src = in_ptr<T>(P, j) + base[j];
+        const i64 step = dir * P.op[j].axis_stride;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+          v[j][k] = k < cnt ? to_acc(*src) : A(0);
+          src += step;
+        }
       }
     }
 #pragma unroll
@@ -943,8 +1057,26 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P) {
       if (w < warp) before = op.combine(before, scratch[w][col]);
       all = op.combine(all, scratch[w][col]);
     }
-    const S carry = lb_carry(op, lb, group, chunk, all, part_sh, col);
-    if (cnt > 0) {
+    const S carry = lb_carry(op, lb, group, chunk, all, part_sh, col);  // has a barrier
+    if constexpr (staged) {
+      if (cnt > 0) {
+        const S prefix = op.combine(carry, op.combine(before, e));
+        S prev = prefix;
+        const int ql0 = rlane * R;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+          if (k < cnt) {
+            const S inc = op.combine(prefix, st[k]);
+            const A vk = v[0][k];
+            stage[(ql0 + k + (ql0 + k) / R) * width + col] =
+                from_acc<T>(op.out_value(inc, prev, &vk, A(1), 0));
+            prev = inc;
+          }
+        }
+      }
+      __syncthreads();
+      stage_tile<T, R, true>(P, OUT, stage, group, chunk, q1);
+    } else if (cnt > 0) {
       const S prefix = op.combine(carry, op.combine(before, e));
       S prev = prefix;
       T* dst = P.op[OUT].ptr != nullptr ? static_cast<T*>(P.op[OUT].ptr) + base[OUT] : nullptr;
@@ -970,18 +1102,30 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P) {
 
 // R positions per row lane: 8 (f64), 16, or 32 where the host chose wide tiles (cumsum,
 // cumprod, logcumsumexp below f64 with 32 lines a tile: chunk_len * width = 256 * 32).
+// Staged tiles (R = 16, P.vec) have their own entry, lbstage, so their registers do not
+// weigh on these (one kernel's variants share its register budget).
 template <typename T, typename A, class Op>
 __device__ void scan_lb_cols(const Params& P) {
+  __shared__ LbColsShared<T, Op> sh;
   if constexpr (sizeof(T) == 8) {
-    scan_lb_cols_r<T, A, Op, 8>(P);
+    scan_lb_cols_r<T, A, Op, 8, false>(P, sh);
+  } else if constexpr (LbColsShared<T, Op>::kStage) {  // sum, prod, lse
+    if (P.chunk_len * P.width == kBlock * 32)
+      scan_lb_cols_r<T, A, Op, 32, false>(P, sh);
+    else
+      scan_lb_cols_r<T, A, Op, 16, false>(P, sh);
   } else {
-    if constexpr (sizeof(typename Op::S) == 4 && !Op::kAuxOut) {  // sum, prod, lse
-      if (P.chunk_len * P.width == kBlock * 32) {
-        scan_lb_cols_r<T, A, Op, 32>(P);
-        return;
-      }
-    }
-    scan_lb_cols_r<T, A, Op, 16>(P);
+    scan_lb_cols_r<T, A, Op, 16, false>(P, sh);
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_lb_stage(const Params& P) {
+  if constexpr (LbColsShared<T, Op>::kStage) {
+    __shared__ LbColsShared<T, Op> sh;
+    scan_lb_cols_r<T, A, Op, 16, true>(P, sh);
+  } else {
+    __trap();  // never launched: the host stages one-input ops below 8 bytes only
   }
 }
 
@@ -1353,6 +1497,13 @@ BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
+#define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
+  BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
+    bc::scan::scan_lb_stage<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                          \
+  }
+BC_SCAN_STAGE_ENTRY(sum, SumOp)
+BC_SCAN_STAGE_ENTRY(prod, ProdOp)
+BC_SCAN_STAGE_ENTRY(lse, LseOp)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
