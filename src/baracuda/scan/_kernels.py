@@ -15,7 +15,9 @@ their carry from a few nodes per level of it (``scan.cu``). Contiguous rows take
 passes (``LOOKBACK_ROWS`` off; on, ``lbrows``: a block per piece of one row): a reduce pass
 writes chunk totals to the workspace, ``states`` turns them into exclusive carries in
 place, and the final pass rescans each chunk from its carry; so do both with ``LOOKBACK``
-off.
+off. Strided tiles that are one run of memory move through shared memory in 16-byte vectors
+(``lbstage``). The cummax/cummin backward runs in one kernel where a warp takes a row
+(``launch_max_backward``), else in two launches.
 """
 
 from __future__ import annotations
