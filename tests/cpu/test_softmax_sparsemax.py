@@ -18,6 +18,7 @@ from baracuda.softmax import (
     reference,
 )
 from baracuda.softmax._rows import (
+    BWD_VARIANTS,
     VARIANTS,
     FwdSplit,
     RowSplit,
@@ -171,6 +172,12 @@ def test_variant_table() -> None:
     assert variant_for(8193).name == "stream"
     assert variant_for(2**40).name == "stream"
     assert all(v.block % v.group == 0 for v in VARIANTS)
+    # the backward: two warps of 16 values for rows of 129-1024, the same tables otherwise
+    assert variant_for(129, "bwd").name == "16x64" and variant_for(1024, "bwd").name == "16x64"
+    assert variant_for(128, "bwd").name == "4x32" and variant_for(1025, "bwd").name == "16x512"
+    assert variant_for(8193, "bwd").name == "stream"
+    assert all(v.block % v.group == 0 and (v.group <= 32 or v.group == v.block)
+               for v in (*VARIANTS, *BWD_VARIANTS))  # fmt: skip
 
 
 def test_row_split_for_few_long_rows() -> None:

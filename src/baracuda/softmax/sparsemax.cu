@@ -909,11 +909,11 @@ BC_KERNEL(sparsemax_fwd_split_write, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_
 BC_KERNEL(sparsemax_bwd_4x32, 256)(SMX_BWD_ARGS) {
   bc::smx::bwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_BWD_PASS);
 }
-// Four blocks per SM for 2-byte types (64 registers, 264-byte spills; H100 32768 x 1024 bf16:
-// 85.0 vs 87.0 us at three), two for the others (f32: 106 registers, no spills).
-extern "C" __global__ void __launch_bounds__(256, sizeof(BC_T) == 2 ? 4 : 2)
-    BC_ENTRY(sparsemax_bwd_32x32)(SMX_BWD_ARGS) {
-  bc::smx::bwd_reg<BC_T, BC_ACC, 32, 32, 256>(SMX_BWD_PASS);
+// Rows of 129-1024: two warps (a 64-thread block) per row, 16 values each, at most 64
+// registers (16 blocks, 32 warps per SM; no spills). A warp of 32 values each (the forward's
+// 32x32) spilled and was slower (H100 32768 x 1024 bf16: 84.9 vs 81.4 us).
+SMX_KERNEL(sparsemax_bwd_16x64, 64, 16)(SMX_BWD_ARGS) {
+  bc::smx::bwd_reg<BC_T, BC_ACC, 16, 64, 64>(SMX_BWD_PASS);
 }
 SMX_KERNEL(sparsemax_bwd_16x512, 512, 2)(SMX_BWD_ARGS) {
   bc::smx::bwd_reg<BC_T, BC_ACC, 16, 512, 512>(SMX_BWD_PASS);

@@ -106,7 +106,8 @@ class SparsemaxPlanBase(Plan[DS, AS, tuple[TensorView, ...]]):
 
     def sku(self) -> KernelSku:
         n = self.desc.input_shape[self.axis]
-        variant = f"split{self._split.pieces}" if self._split else variant_for(n).name
+        variant = (f"split{self._split.pieces}" if self._split
+                   else variant_for(n, self.DIRECTION).name)  # fmt: skip
         return KernelSku(OpCategory.SOFTMAX, self.OP, self.desc.element, self._module.arch,
                          BackendKind.NVRTC, variant,
                          deterministic_precision(self.desc.element))  # fmt: skip

@@ -47,10 +47,11 @@ class SparsemaxBackwardPlan(SparsemaxPlanBase[SparsemaxBackwardDescriptor, Spars
     its values, NaN included, do not matter; a row with an empty support (NaN ``y``) gets 0.
 
     Layout: rows of <= 8192 elements are read once into registers (a warp per row up to
-    1024, a 512-thread block up to 8192); longer rows take one block each and read ``y`` (and
-    ``dy`` on the support) twice, the second time mostly from L2. When such rows are too few
-    to fill the GPU (fewer than 2 per SM), each is cut into pieces of 16384 elements, one
-    block each, in two kernels: partial sums to the workspace, then the write.
+    128, two warps up to 1024, a 512-thread block up to 8192); longer rows take one block
+    each and read ``y`` (and ``dy`` on the support) twice, the second time mostly from L2.
+    When such rows are too few to fill the GPU (fewer than 2 per SM), each is cut into
+    pieces of 16384 elements, one block each, in two kernels: partial sums to the
+    workspace, then the write.
     Dtypes: f32, f16, bf16, f64; f32 math for the half types, f64 for f64.
     Shapes: rank 1-8, any axis, any strides; empty tensors launch nothing.
     Precision: sum over the support in f32 (f64), one rounding per output. Deterministic
