@@ -926,13 +926,14 @@ __device__ __forceinline__ void stage_tile(const Params& P, int j, T* stage, i64
 // lanes of R consecutive positions each; tile = chunk * groups + group. Row lanes are
 // scanned per line with shuffles inside a warp and shared memory across warps.
 //
-// Staged tiles (P.vec, set by the host for one-input ops without neighbour or aux operands,
-// below 8 bytes, when every group's lines are adjacent in memory and 16-byte aligned): the
-// tile moves between global and shared memory in 16-byte vectors, in memory order (its
-// `width` lines of each position are a contiguous run, or with axis stride == width the
-// whole tile is), and the threads read and write their elements in shared memory, where
-// position ql of line c sits at (ql + ql / R) * width + c (a pad of one row every R rows
-// keeps the row lanes of a warp on distinct banks).
+// Staged tiles (entry lbstage, P.vec; the host stages one-input ops without neighbour or
+// aux operands, below 8 bytes, when the tile is one 16-byte aligned run of memory: a single
+// group of adjacent lines with axis stride == width): the tile moves between global and
+// shared memory in 16-byte vectors, in memory order, and the threads read and write their
+// elements in shared memory, where position ql of line c sits at (ql + ql / R) * width + c
+// (a pad of one row every R rows keeps the row lanes of a warp on distinct banks).
+// stage_tile addresses rows by the axis stride, so it would also take runs of whole vectors
+// per position (width a multiple of 16 / sizeof(T)); the host does not stage those (slower).
 template <typename T, class Op>
 struct LbColsShared {
   // one-input ops without neighbour or aux operands, below 8 bytes, may stage their tiles
