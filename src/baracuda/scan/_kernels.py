@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
@@ -364,6 +365,14 @@ class Slot:
 
     ptr: int
     strides: tuple[int, ...]
+
+
+@overload
+def slot(view: TensorView) -> Slot: ...
+
+
+@overload
+def slot(view: None) -> None: ...
 
 
 def slot(view: TensorView | None) -> Slot | None:

@@ -172,8 +172,7 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
             flags = Slot(workspace.ptr, flag_strides(d.shape, ax, layout))
             fused = launch_max_backward(
                 self._module, stream, d.shape, ax, reverse=d.reverse, mode=mode,
-                dy=Slot(dy.ptr, dy.strides), x=Slot(x.ptr, x.strides),
-                dx=Slot(dx.ptr, dx.strides), flags=flags, layout=layout,
+                dy=slot(dy), x=slot(x), dx=slot(dx), flags=flags, layout=layout,
                 itemsize=d.element.itemsize, sm_count=self._sm_count,
             )
             if fused is not None:
