@@ -563,13 +563,26 @@ __device__ __forceinline__ void scan_rows_dir(const Params& P) {
 #pragma unroll
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
     S carry = P.carry != nullptr ? static_cast<const S*>(P.carry)[item] : op.identity();
-    for (i64 tile = q0; tile < q1; tile += (i64)GT * K) {
-      rows_tile<T, A, Op, GW, K, kRev>(P, op, base, tile, q1, reduce, scratch,
-                                       [&](const S& total) {
-                                         const S in = carry;
-                                         carry = op.combine(carry, total);
-                                         return in;
-                                       });
+    if (reduce) {
+      // The chunk's total from its last tile to its first (combined in scan order), so the
+      // tiles this pass read last, still in L2, are the ones the final pass reads first.
+      for (i64 tile = q0 + (q1 - q0 - 1) / (GT * K) * (GT * K); tile >= q0;
+           tile -= (i64)GT * K) {
+        rows_tile<T, A, Op, GW, K, kRev>(P, op, base, tile, q1, true, scratch,
+                                         [&](const S& total) {
+                                           carry = op.combine(total, carry);
+                                           return carry;
+                                         });
+      }
+    } else {
+      for (i64 tile = q0; tile < q1; tile += (i64)GT * K) {
+        rows_tile<T, A, Op, GW, K, kRev>(P, op, base, tile, q1, false, scratch,
+                                         [&](const S& total) {
+                                           const S in = carry;
+                                           carry = op.combine(carry, total);
+                                           return in;
+                                         });
+      }
     }
     if (reduce && threadIdx.x % GT == 0) static_cast<S*>(P.agg)[item] = carry;
   }
