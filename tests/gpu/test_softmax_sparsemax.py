@@ -169,6 +169,30 @@ def test_backward(element: ElementKind, n: int, layout: str) -> None:
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize(("rows", "n", "pad"), [(9000, 100, 0), (20000, 1000, 0), (7000, 1020, 4),
+                                                (1500, 8190, 2), (700, 8192, 0)])  # fmt: skip
+@pytest.mark.parametrize("in_place", [False, True], ids=["out", "dx_is_dy"])
+def test_backward_many_rows(element: ElementKind, rows: int, n: int, pad: int,
+                            in_place: bool) -> None:  # fmt: skip
+    """More rows than resident blocks: every block of the register kernels takes several rows,
+    the next one's y staged while the current one is written (rows padded to 16-byte starts
+    with a partial last vector where pad > 0); dx may be dy itself."""
+    rng = np.random.default_rng(rows + n)
+    dt = torch_dtype(element)
+    x = torch.from_numpy(_data(rng, (rows, n + pad), -1))[:, :n]
+    y = torch.from_numpy(reference.sparsemax(x.numpy(), -1)).to(dt).cuda()
+    y = torch.nn.functional.pad(y, (0, pad))[:, :n] if pad else y
+    dy = torch.from_numpy(rng.standard_normal((rows, n + pad))).to(dt).cuda()[:, :n]
+    want = reference.sparsemax_backward(dy.to("cpu", torch.float64).numpy(),
+                                        y.to("cpu", torch.float64).numpy(), -1)  # fmt: skip
+    s = _stream()
+    plan = SparsemaxBackwardPlan.select(s, SparsemaxBackwardDescriptor((rows, n), -1, element))
+    dx = dy if in_place else poisoned((rows, n), element)
+    plan.run(s, Workspace.allocate(plan.workspace_size(), s), SparsemaxBackwardArgs(dy, y, dx))
+    _check(dx, want, element, f"sparsemax_backward {rows}x{n} ({plan.last_variant})")
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 @pytest.mark.parametrize("n", [7, 1000, 5000, 40000])
 def test_backward_matches_torch_autograd_of_sort_formula(element: ElementKind, n: int) -> None:
     x = torch.randn(6, n, dtype=torch.float64, requires_grad=True)

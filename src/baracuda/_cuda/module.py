@@ -20,6 +20,7 @@ class LoadedModule:
         "_dyn_smem",
         "_functions",
         "_object_code",
+        "_resident",
         "arch",
         "device_id",
         "element",
@@ -41,6 +42,7 @@ class LoadedModule:
         except Exception:  # a cached image the driver refuses: compile afresh, once
             self._load(compile_cubin(source, element, self.arch, refresh=True))
         self._dyn_smem: dict[str, int] = {}
+        self._resident: dict[tuple[str, int, int], int] = {}
 
     def _load(self, cubin: bytes) -> None:
         from cuda.core import ObjectCode
@@ -63,6 +65,21 @@ class LoadedModule:
             check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({op})")
             self._dyn_smem[op] = dynamic_smem
         return fn
+
+    def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
+        """Blocks of ``block`` threads of entry ``op`` that one SM holds at once (the driver's
+        occupancy calculator; at least 1), cached per (op, block, shared memory)."""
+        key = (op, block, dynamic_smem)
+        n = self._resident.get(key)
+        if n is None:
+            fn = self.function(op, dynamic_smem)
+            n = check(
+                driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, block, dynamic_smem),
+                f"cuOccupancyMaxActiveBlocksPerMultiprocessor({op})",
+            )
+            n = max(1, int(n))
+            self._resident[key] = n
+        return n
 
 
 _modules: dict[tuple[int, str, ElementKind], LoadedModule] = {}

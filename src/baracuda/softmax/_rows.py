@@ -86,6 +86,13 @@ SPLIT_PIECE = 16384  # elements per block of a split row (a multiple of every ve
 # (two, dependent, but skipping dy off the support). Off: on an H100, loading dy only on the
 # support was 10-45 % faster on every benchmark shape (benchmarks/tune_sparsemax.py).
 DY_WITH_Y = False
+
+# Itemsizes whose backward register variants run one wave of resident blocks (the occupancy
+# calculator's count per SM), each block taking several rows, the next row's y in flight
+# while the current one is reduced and written (sparsemax.cu, bwd_reg); the others launch a
+# block per row group. On the H100, f32 4096 x 8192 took 104-108 vs 112-116 us with the
+# resident grid, bf16 85.5-87.5 vs 84.0-84.3 us. Read at each launch.
+BWD_RESIDENT_GRID: tuple[int, ...] = (4, 8)
 SPLIT_BLOCK = 512
 
 
@@ -244,5 +251,7 @@ def launch_rows(
             launch(module.function(op), sgrid, SPLIT_BLOCK, 0, stream, [*args, *ws], op)
         return f"split{split.pieces}{'/vec16' if vec else ''}"
     op = f"sparsemax_{direction}_{var.name}"
+    if direction == "bwd" and views[0].itemsize in BWD_RESIDENT_GRID:
+        grid = min(grid, module.sm_count * module.resident_blocks(op, var.block))
     launch(module.function(op), (grid, 1, 1), var.block, 0, stream, args, op)
     return f"{var.name}{'/vec16' if vec else ''}"

@@ -624,42 +624,127 @@ __device__ __forceinline__ void fwd_split_write(const T* x, T* y, i64 rows, i64 
 // ------------------------------------------------------------------------------------------
 // backward
 // ------------------------------------------------------------------------------------------
+// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+);
+// cp_async_commit() closes this thread's group of copies, cp_async_wait<N>() waits until at
+// most N of its groups are in flight.
+__device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// The rows are taken in a grid-stride loop. On the vector path this thread's y vectors of
+// its group's next row are copied to shared memory (cp.async) before the current row is
+// reduced and written, so they are in flight across its barrier and stores; each thread
+// reads back only its own vectors (no barrier); two rows ahead measured no faster. The host
+// sizes the grid to the resident blocks, so each block takes several rows. Only the support
+// mask of y is kept in registers (bit k: y_k > 0).
 template <typename T, typename A, int K, int G, int BLOCK>
 __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows, i64 n,
                                         const Shape& outer, const Strides& sdyo,
                                         const Strides& syo, const Strides& sdxo, i64 sdy, i64 sy,
                                         i64 sdx, int flags) {
   constexpr int RPB = BLOCK / G;
+  constexpr int L = RegLanes<T, K>::value;
+  constexpr int NV = K / L;
+  constexpr unsigned kLaneBits = (1u << L) - 1u;
+  // the staged row stays within 32 KB; f64 16x512 (64 KB a row) loads directly
+  constexpr bool kStage = L > 1 && BLOCK * NV * 16 <= 32768;
+  constexpr bool kKeep = K <= 16;  // dy values in registers from the sum to the write
+  static_assert(K <= 32, "the support mask is one 32-bit word");
+  __shared__ uint4 stage[kStage ? BLOCK * NV : 1];
   const bool vec = flags & 1, dy_all = flags & 2;
+  const bool pre = kStage && vec;  // full vectors of y come from `stage`
   const int t = threadIdx.x % G;
   const i64 first = (i64)blockIdx.x * RPB + threadIdx.x / G;
   const i64 step = (i64)gridDim.x * RPB;
+  // y of row r (null past the last row)
+  auto y_row = [&](i64 r) -> const T* {
+    if (r >= rows) return nullptr;
+    Coord cd;
+    unravel(r, outer, cd);
+    return y + dot(cd, syo, outer.rank);
+  };
+  // a row's y vectors into `stage` (nothing for a null row)
+  auto fetch = [&](const T* yr) {
+    if (yr != nullptr) {
+#pragma unroll
+      for (int c = 0; c < NV; ++c) {
+        const i64 e0 = ((i64)c * G + t) * L;
+        if (e0 + L <= n) cp_async16(&stage[c * BLOCK + threadIdx.x], yr + e0);
+      }
+    }
+    cp_async_commit();
+  };
+  if (pre) fetch(y_row(first));
   for (i64 r = first; r < rows; r += step) {
+    const T* yn = pre ? y_row(r + step) : nullptr;  // before this row's state
     Coord cd;
     unravel(r, outer, cd);
     const T* dyr = dy + dot(cd, sdyo, outer.rank);
     const T* yr = y + dot(cd, syo, outer.rank);
     T* dxr = dx + dot(cd, sdxo, outer.rank);
-    A yv[K], g[K];
-    load_regs<T, A, K, G>(yr, n, sy, vec, t, A(0), yv);
-    // dy is needed only on the support: load it where any y of a chunk is positive.
-    constexpr int L = RegLanes<T, K>::value;
+    if (pre) cp_async_wait<0>();
+    unsigned on = 0;
 #pragma unroll
-    for (int c = 0; c < K / L; ++c) {
-      bool any = false;
+    for (int c = 0; c < NV; ++c) {
+      const i64 e0 = ((i64)c * G + t) * L;
+      A w[L];
+      bool done = false;
+      if constexpr (kStage) {
+        if (pre && e0 + L <= n) {
+          Pack<T>::unpack(stage[c * BLOCK + threadIdx.x], w);
+          done = true;
+        }
+      }
+      if (!done) {
+        if constexpr (L > 1) {
+          if (vec && e0 + L <= n) {
+            ld16cs<T, A, L>(yr + e0, w);
+            done = true;
+          }
+        }
+      }
+      if (!done) {
 #pragma unroll
-      for (int l = 0; l < L; ++l) any |= yv[c * L + l] > A(0);
+        for (int l = 0; l < L; ++l) w[l] = e0 + l < n ? to_acc(yr[(e0 + l) * sy]) : A(0);
+      }
+#pragma unroll
+      for (int l = 0; l < L; ++l)
+        if (w[l] > A(0)) on |= 1u << (c * L + l);
+    }
+    if (pre) fetch(yn);  // into the slots just read
+    // dy is needed only on the support: load a vector of it where any of its y is positive.
+    // dy is needed only on the support: a vector of it where any of its y is positive. Kept
+    // in registers for the write (kKeep), else loaded again there (from L1).
+    A g[kKeep ? K : 1];
+    A s = 0;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const bool any = (on >> (c * L)) & kLaneBits;
       const i64 e0 = ((i64)c * G + t) * L;
       if constexpr (L > 1) {
         if (vec && e0 + L <= n) {
+          A w[L];
           if (dy_all || any) {
-            A w[L];
-            ld16cs<T, A, L>(dyr + e0, w);
-#pragma unroll
-            for (int l = 0; l < L; ++l) g[c * L + l] = w[l];
+            if constexpr (kKeep)
+              ld16cs<T, A, L>(dyr + e0, w);
+            else
+              ld16<T, A, L>(dyr + e0, w);
           } else {
 #pragma unroll
-            for (int l = 0; l < L; ++l) g[c * L + l] = A(0);
+            for (int l = 0; l < L; ++l) w[l] = A(0);
+          }
+#pragma unroll
+          for (int l = 0; l < L; ++l) {
+            if ((on >> (c * L + l)) & 1u) s += w[l];
+            if constexpr (kKeep) g[c * L + l] = w[l];
           }
           continue;
         }
@@ -667,101 +752,140 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
 #pragma unroll
       for (int l = 0; l < L; ++l) {
         const i64 e = e0 + l;
-        const bool need = dy_all || yv[c * L + l] > A(0);
-        g[c * L + l] = (e < n && need) ? to_acc(dyr[e * sdy]) : A(0);
+        const bool bit = (on >> (c * L + l)) & 1u;
+        const A v = (e < n && (dy_all || bit)) ? to_acc(dyr[e * sdy]) : A(0);
+        if (bit) s += v;
+        if constexpr (kKeep) g[c * L + l] = v;
       }
     }
-    A s = 0;
-    i64 cnt = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if (yv[k] > A(0)) {
-        s += g[k];
-        ++cnt;
-      }
-    }
+    i64 cnt = __popc(on);
     group_sum2<G>(s, cnt);
     const A mean = cnt > 0 ? s / (A)cnt : A(0);
+    if constexpr (kKeep) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) g[k] = yv[k] > A(0) ? g[k] - mean : A(0);
-    store_regs<T, A, K, G>(dxr, n, sdx, vec, t, g);
-  }
-}
-
-// Per-thread partial sum of dy and count over y > 0 for elements [0, n) of a (sub-)row.
-template <int L, typename T, typename A>
-__device__ __forceinline__ void bwd_row_sum(const T* dyr, const T* yr, i64 n, i64 sdy, i64 sy,
-                                            bool dy_all, A& s, i64& cnt) {
-  const i64 nchunk = (n + L - 1) / L;
-#pragma unroll 4
-  for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
-    if (L > 1 && (c + 1) * L <= n) {
-      if constexpr (L > 1) {
-        A w[L];
-        ld16<T, A, L>(yr + c * L, w);
-        bool any = false;
+      for (int k = 0; k < K; ++k) g[k] = ((on >> k) & 1u) ? g[k] - mean : A(0);
+      store_regs<T, A, K, G>(dxr, n, sdx, vec, t, g);
+    } else {
 #pragma unroll
-        for (int l = 0; l < L; ++l) any |= w[l] > A(0);
-        if (dy_all || any) {
-          A g[L];
-          ld16<T, A, L>(dyr + c * L, g);
+      for (int c = 0; c < NV; ++c) {
+        const bool any = (on >> (c * L)) & kLaneBits;
+        const i64 e0 = ((i64)c * G + t) * L;
+        if constexpr (L > 1) {
+          if (vec && e0 + L <= n) {
+            A o[L];
+            if (any) {
+              A w[L];
+              ld16<T, A, L>(dyr + e0, w);
 #pragma unroll
-          for (int l = 0; l < L; ++l) {
-            if (w[l] > A(0)) {
-              s += g[l];
-              ++cnt;
+              for (int l = 0; l < L; ++l) o[l] = ((on >> (c * L + l)) & 1u) ? w[l] - mean : A(0);
+            } else {
+#pragma unroll
+              for (int l = 0; l < L; ++l) o[l] = A(0);
             }
+            st16cs<T, A, L>(dxr + e0, o);
+            continue;
+          }
+        }
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          const i64 e = e0 + l;
+          if (e < n) {
+            const bool bit = (on >> (c * L + l)) & 1u;
+            dxr[e * sdx] = from_acc<T>(bit ? to_acc(dyr[e * sdy]) - mean : A(0));
           }
         }
       }
-    } else {
+    }
+  }
+}
+
+// Streaming over a (sub-)row [0, n) by a block: on the vector path each thread takes kU
+// 16-byte vectors of y per step, all loaded before any is used, then the vector of dy
+// where any of its y is positive; the tail past the last whole vector
+// goes one element a thread. `visit(e0, yv, gv, on)` gets each whole vector (start e0, y and
+// dy values, whether dy was loaded); `visit1(e, yv, gv)` each tail element.
+constexpr int kU = 4;
+
+template <int L, typename T, typename A, class Visit, class Visit1>
+__device__ __forceinline__ void bwd_row_stream(const T* dyr, const T* yr, i64 n, i64 sdy, i64 sy,
+                                               bool dy_all, bool keep, Visit&& visit,
+                                               Visit1&& visit1) {
+  i64 tail = 0;
+  if constexpr (L > 1) {
+    const i64 nv = n / L;
+    tail = nv * L;
+    for (i64 c0 = threadIdx.x; c0 < nv; c0 += (i64)kU * blockDim.x) {
+      uint4 w[kU];
 #pragma unroll
-      for (int l = 0; l < L; ++l) {
-        const i64 e = c * L + l;
-        if (e < n && to_acc(yr[e * sy]) > A(0)) {
-          s += to_acc(dyr[e * sdy]);
-          ++cnt;
+      for (int u = 0; u < kU; ++u) {
+        const i64 c = c0 + (i64)u * blockDim.x;
+        if (c < nv) {
+          const uint4* p = reinterpret_cast<const uint4*>(yr + c * L);
+          w[u] = keep ? *p : __ldcs(p);
         }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const i64 c = c0 + (i64)u * blockDim.x;
+        if (c >= nv) break;
+        A v[L], g[L];
+        Pack<T>::unpack(w[u], v);
+        bool any = false;
+#pragma unroll
+        for (int l = 0; l < L; ++l) any |= v[l] > A(0);
+        const bool need = dy_all || any;
+        if (need) {
+          const uint4* p = reinterpret_cast<const uint4*>(dyr + c * L);
+          Pack<T>::unpack(keep ? *p : __ldcs(p), g);
+        }
+        visit(c * L, v, g, need);
       }
     }
   }
+  for (i64 e = tail + threadIdx.x; e < n; e += blockDim.x) {
+    const A v = to_acc(yr[e * sy]);
+    const A g = (dy_all || v > A(0)) ? to_acc(dyr[e * sdy]) : A(0);
+    visit1(e, v, g);
+  }
+}
+
+// Per-thread partial sum of dy and count over y > 0 for elements [0, n) of a (sub-)row; y and
+// dy stay in L2 for the write pass.
+template <int L, typename T, typename A>
+__device__ __forceinline__ void bwd_row_sum(const T* dyr, const T* yr, i64 n, i64 sdy, i64 sy,
+                                            bool dy_all, A& s, i64& cnt) {
+  bwd_row_stream<L, T, A>(
+      dyr, yr, n, sdy, sy, dy_all, true,
+      [&](i64, const A(&v)[L], const A(&g)[L], bool on) {
+        if (!on) return;
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          if (v[l] > A(0)) {
+            s += g[l];
+            ++cnt;
+          }
+        }
+      },
+      [&](i64, A v, A g) {
+        if (v > A(0)) {
+          s += g;
+          ++cnt;
+        }
+      });
 }
 
 template <int L, typename T, typename A>
 __device__ __forceinline__ void bwd_row_write(const T* dyr, const T* yr, T* dxr, i64 n, i64 sdy,
                                               i64 sy, i64 sdx, bool dy_all, A mean) {
-  const i64 nchunk = (n + L - 1) / L;
-#pragma unroll 4
-  for (i64 c = threadIdx.x; c < nchunk; c += blockDim.x) {
-    if (L > 1 && (c + 1) * L <= n) {
-      if constexpr (L > 1) {
-        A w[L], o[L];
-        ld16<T, A, L>(yr + c * L, w);
-        bool any = false;
+  bwd_row_stream<L, T, A>(
+      dyr, yr, n, sdy, sy, dy_all, false,
+      [&](i64 e0, const A(&v)[L], const A(&g)[L], bool on) {
+        A o[L];
 #pragma unroll
-        for (int l = 0; l < L; ++l) any |= w[l] > A(0);
-        if (dy_all || any) {
-          A g[L];
-          ld16<T, A, L>(dyr + c * L, g);
-#pragma unroll
-          for (int l = 0; l < L; ++l) o[l] = w[l] > A(0) ? g[l] - mean : A(0);
-        } else {
-#pragma unroll
-          for (int l = 0; l < L; ++l) o[l] = A(0);
-        }
-        st16cs<T, A, L>(dxr + c * L, o);
-      }
-    } else {
-#pragma unroll
-      for (int l = 0; l < L; ++l) {
-        const i64 e = c * L + l;
-        if (e < n) {
-          const bool on = to_acc(yr[e * sy]) > A(0);
-          dxr[e * sdx] = from_acc<T>(on ? to_acc(dyr[e * sdy]) - mean : A(0));
-        }
-      }
-    }
-  }
+        for (int l = 0; l < L; ++l) o[l] = on && v[l] > A(0) ? g[l] - mean : A(0);
+        if constexpr (L > 1) st16cs<T, A, L>(dxr + e0, o);
+      },
+      [&](i64 e, A v, A g) { dxr[e * sdx] = from_acc<T>(v > A(0) ? g - mean : A(0)); });
 }
 
 template <typename T, typename A>
@@ -865,7 +989,8 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
 
 // Entry points. Variant names encode (values per thread)x(threads per row); the host picks
 // the smallest that holds the row (softmax/_rows.py keeps the same table).
-// Two resident blocks per SM for the 512-thread register variants (caps them at 64 registers).
+// Two resident blocks per SM for the 512-thread kernels (caps them at 64 registers; the
+// streaming and split backward kernels keep 4 vectors a thread in flight, bwd_row_stream).
 #define SMX_KERNEL(op, threads, min_blocks) \
   extern "C" __global__ void __launch_bounds__(threads, min_blocks) BC_ENTRY(op)
 #define SMX_FWD_ARGS                                                                     \
@@ -918,16 +1043,16 @@ SMX_KERNEL(sparsemax_bwd_16x64, 64, 16)(SMX_BWD_ARGS) {
 SMX_KERNEL(sparsemax_bwd_16x512, 512, 2)(SMX_BWD_ARGS) {
   bc::smx::bwd_reg<BC_T, BC_ACC, 16, 512, 512>(SMX_BWD_PASS);
 }
-BC_KERNEL(sparsemax_bwd_stream, 512)(SMX_BWD_ARGS) {
+SMX_KERNEL(sparsemax_bwd_stream, 512, 2)(SMX_BWD_ARGS) {
   bc::smx::bwd_stream<BC_T, BC_ACC>(SMX_BWD_PASS);
 }
 // Workspace: pieces * rows accumulators, then pieces * rows counts (i64), 16-byte aligned.
-BC_KERNEL(sparsemax_bwd_split_sum, 512)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64* ws_c, bc::i64 len,
+SMX_KERNEL(sparsemax_bwd_split_sum, 512, 2)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64* ws_c, bc::i64 len,
                                         bc::i64 pieces) {
   bc::smx::bwd_split_sum<BC_T, BC_ACC>(dy, y, rows, n, outer, sdyo, syo, sdy, sy, vec, ws_s,
                                        ws_c, len, pieces);
 }
-BC_KERNEL(sparsemax_bwd_split_write, 512)(SMX_BWD_ARGS, const BC_ACC* ws_s, const bc::i64* ws_c,
+SMX_KERNEL(sparsemax_bwd_split_write, 512, 2)(SMX_BWD_ARGS, const BC_ACC* ws_s, const bc::i64* ws_c,
                                           bc::i64 len, bc::i64 pieces) {
   bc::smx::bwd_split_write<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, len, pieces);
 }
