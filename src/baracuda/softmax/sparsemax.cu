@@ -656,8 +656,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
   constexpr unsigned kLaneBits = (1u << L) - 1u;
   // the staged row stays within 32 KB; f64 16x512 (64 KB a row) loads directly
   constexpr bool kStage = L > 1 && BLOCK * NV * 16 <= 32768;
-  constexpr bool kKeep = K <= 16;  // dy values in registers from the sum to the write
-  static_assert(K <= 32, "the support mask is one 32-bit word");
+  static_assert(K <= 16, "the support mask and dy stay in registers (more values spilled)");
   __shared__ uint4 stage[kStage ? BLOCK * NV : 1];
   const bool vec = flags & 1, dy_all = flags & 2;
   const bool pre = kStage && vec;  // full vectors of y come from `stage`
@@ -721,9 +720,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
     }
     if (pre) fetch(yn);  // into the slots just read
     // dy is needed only on the support: load a vector of it where any of its y is positive.
-    // dy is needed only on the support: a vector of it where any of its y is positive. Kept
-    // in registers for the write (kKeep), else loaded again there (from L1).
-    A g[kKeep ? K : 1];
+    A g[K];
     A s = 0;
 #pragma unroll
     for (int c = 0; c < NV; ++c) {
@@ -733,10 +730,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
         if (vec && e0 + L <= n) {
           A w[L];
           if (dy_all || any) {
-            if constexpr (kKeep)
-              ld16cs<T, A, L>(dyr + e0, w);
-            else
-              ld16<T, A, L>(dyr + e0, w);
+            ld16cs<T, A, L>(dyr + e0, w);
           } else {
 #pragma unroll
             for (int l = 0; l < L; ++l) w[l] = A(0);
@@ -744,7 +738,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
 #pragma unroll
           for (int l = 0; l < L; ++l) {
             if ((on >> (c * L + l)) & 1u) s += w[l];
-            if constexpr (kKeep) g[c * L + l] = w[l];
+            g[c * L + l] = w[l];
           }
           continue;
         }
@@ -755,47 +749,15 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
         const bool bit = (on >> (c * L + l)) & 1u;
         const A v = (e < n && (dy_all || bit)) ? to_acc(dyr[e * sdy]) : A(0);
         if (bit) s += v;
-        if constexpr (kKeep) g[c * L + l] = v;
+        g[c * L + l] = v;
       }
     }
     i64 cnt = __popc(on);
     group_sum2<G>(s, cnt);
     const A mean = cnt > 0 ? s / (A)cnt : A(0);
-    if constexpr (kKeep) {
 #pragma unroll
-      for (int k = 0; k < K; ++k) g[k] = ((on >> k) & 1u) ? g[k] - mean : A(0);
-      store_regs<T, A, K, G>(dxr, n, sdx, vec, t, g);
-    } else {
-#pragma unroll
-      for (int c = 0; c < NV; ++c) {
-        const bool any = (on >> (c * L)) & kLaneBits;
-        const i64 e0 = ((i64)c * G + t) * L;
-        if constexpr (L > 1) {
-          if (vec && e0 + L <= n) {
-            A o[L];
-            if (any) {
-              A w[L];
-              ld16<T, A, L>(dyr + e0, w);
-#pragma unroll
-              for (int l = 0; l < L; ++l) o[l] = ((on >> (c * L + l)) & 1u) ? w[l] - mean : A(0);
-            } else {
-#pragma unroll
-              for (int l = 0; l < L; ++l) o[l] = A(0);
-            }
-            st16cs<T, A, L>(dxr + e0, o);
-            continue;
-          }
-        }
-#pragma unroll
-        for (int l = 0; l < L; ++l) {
-          const i64 e = e0 + l;
-          if (e < n) {
-            const bool bit = (on >> (c * L + l)) & 1u;
-            dxr[e * sdx] = from_acc<T>(bit ? to_acc(dyr[e * sdy]) - mean : A(0));
-          }
-        }
-      }
-    }
+    for (int k = 0; k < K; ++k) g[k] = ((on >> k) & 1u) ? g[k] - mean : A(0);
+    store_regs<T, A, K, G>(dxr, n, sdx, vec, t, g);
   }
 }
 
