@@ -46,9 +46,11 @@ class SparsemaxBackwardPlan(SparsemaxPlanBase[SparsemaxBackwardDescriptor, Spars
     16-byte vector of it is loaded when any of its ``y`` is positive), so outside the support
     its values, NaN included, do not matter; a row with an empty support (NaN ``y``) gets 0.
 
-    Layout: rows of <= 8192 elements are read once into registers (a warp per row up to
-    128, two warps up to 1024, a 512-thread block up to 8192); longer rows take one block
-    each and read ``y`` (and ``dy`` on the support) twice, the second time mostly from L2.
+    Layout: rows of <= 8192 elements are read once (a warp per row up to 128, two warps up
+    to 1024, a 512-thread block up to 8192; where rows are 16-byte aligned the next row's
+    ``y`` is copied to shared memory while the current one is written); longer rows take
+    one block each and read ``y`` (and ``dy`` on the support) twice, the second time mostly
+    from L2.
     When such rows are too few to fill the GPU (fewer than 2 per SM), each is cut into
     pieces of 16384 elements, one block each, in two kernels: partial sums to the
     workspace, then the write.
