@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -178,6 +179,47 @@ def test_variant_table() -> None:
     assert variant_for(8193, "bwd").name == "stream"
     assert all(v.block % v.group == 0 and (v.group <= 32 or v.group == v.block)
                for v in (*VARIANTS, *BWD_VARIANTS))  # fmt: skip
+
+
+def test_backward_grid_is_one_resident_wave_for_4_and_8_byte_types(monkeypatch: Any) -> None:
+    """The backward's register variants launch at most sm_count x resident blocks for the
+    itemsizes of BWD_RESIDENT_GRID (each block then takes several rows), a block per row
+    group otherwise; the forward is unchanged. A stand-in module: no GPU needed."""
+    from baracuda._cuda.view import TensorView
+    from baracuda.softmax import _rows
+
+    grids: list[tuple[str, int, int]] = []
+
+    def fake_launch(fn: object, grid: tuple[int, int, int], block: int, smem: int,
+                    stream: object, args: object, name: str) -> None:  # fmt: skip
+        grids.append((name, grid[0], block))
+
+    class FakeModule:
+        sm_count = 132
+
+        def function(self, op: str, dynamic_smem: int = 0) -> str:
+            return op
+
+        def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
+            return {64: 16, 512: 2}.get(block, 4)
+
+    monkeypatch.setattr(_rows, "launch", fake_launch)
+    mod: Any = FakeModule()
+    for bits, code in ((32, 2), (16, 4), (64, 2)):
+        for rows, n in ((32768, 1024), (4096, 8192), (100, 1000)):
+            v = TensorView(256, (rows, n), (n, 1), (code, bits), 2, 0)
+            grids.clear()
+            _rows.launch_rows(mod, "bwd", None, (v, v, v), 1)  # type: ignore[arg-type]
+            var = variant_for(n, "bwd")
+            want = -(-rows // var.rows_per_block)
+            if bits // 8 in _rows.BWD_RESIDENT_GRID:
+                want = min(want, 132 * mod.resident_blocks("", var.block))
+            assert grids == [(f"sparsemax_bwd_{var.name}", want, var.block)], (bits, rows, n)
+            grids.clear()
+            _rows.launch_rows(mod, "fwd", None, (v, v), 1)  # type: ignore[arg-type]
+            fv = variant_for(n)
+            assert grids == [(f"sparsemax_fwd_{fv.name}", -(-rows // fv.rows_per_block),
+                              fv.block)]  # fmt: skip
 
 
 def test_row_split_for_few_long_rows() -> None:
