@@ -105,18 +105,20 @@ LBCOLS_STAGED = True
 
 
 def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
-               itemsize: int, ch: Chunking) -> bool:  # fmt: skip
-    """Whether every lbcols tile of IN0 and OUT is one run of whole 16-byte vectors: a single
-    group of ``width`` lines, adjacent (innermost outer stride 1), with axis stride ==
-    ``width`` (each position's lines follow the previous position's), the line length a
-    multiple of the vector lanes (tile starts aligned both ways) and 16-byte aligned data.
+               itemsize: int) -> bool:  # fmt: skip
+    """Whether every lbcols tile of IN0 and OUT would be one run of whole 16-byte vectors: a
+    single group of ``width`` lines (all the rows, at most 32), adjacent (innermost outer
+    stride 1), with axis stride == ``width`` (each position's lines follow the previous
+    position's), the line length a multiple of the vector lanes (tile starts aligned both
+    ways) and 16-byte aligned data.
     On the H100 (2^20, 2) cumsum took 23.4 vs 37.5 us (f32) and 21.4 vs 30.1 us (bf16).
     Staging runs of 32 lines per position (many groups, 4096 x 8192 along dim 0) measured
     slower than one element per thread and load (218 vs 109 us): not taken."""
     lanes = 16 // itemsize
     n = shape[axis]
     rows = numel(shape) // n
-    if itemsize == 8 or rows != ch.width or n % lanes:
+    width = min(32, _pow2(rows))  # _lb_cols
+    if itemsize == 8 or rows != width or n % lanes:
         return False
     for i in (IN0, OUT):
         o = operands[i]
@@ -124,7 +126,7 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
             return False
         oshape, ostrides, _, axis_strides = split_axis(shape, [o.strides], axis)
         dims = [(d, st) for d, st in zip(oshape, ostrides[0], strict=True) if d > 1]
-        if len(dims) != 1 or dims[0][1] != 1 or axis_strides[0] != ch.width:
+        if len(dims) != 1 or dims[0][1] != 1 or axis_strides[0] != width:
             return False
     return True
 
@@ -440,17 +442,17 @@ def launch_scan(
     n = shape[axis]
     rows = total // n
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
+    # staged lbcols tiles hold 16 positions a thread (never wide)
+    staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
+              and _stageable(shape, axis, operands, itemsize))  # fmt: skip
     ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED),
                   warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
-                  wide=packed and op in _WIDE_OPS)
+                  wide=packed and op in _WIDE_OPS and not staged)
     params = _params(shape, axis, operands, vec_slots, itemsize, layout, reverse, mode)
     lanes = 16 // itemsize
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
-    if ch.layout == "lbcols" and op in _WIDE_OPS and LBCOLS_STAGED:
-        params.vec = int(_stageable(shape, axis, operands, itemsize, ch))
-        if params.vec and ch.chunk_len * ch.width != BLOCK * 16:  # staged tiles: 16 a thread
-            ch = chunking(layout, rows, n, itemsize, sm_count, True)
-            params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
+    if ch.layout == "lbcols" and staged:
+        params.vec = 1
     variant = ch.layout
     # the pipelined kernels' launch condition: x and y contiguous along the axis with
     # 16-byte aligned rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)

@@ -16,8 +16,7 @@ TOLERANCE = {ElementKind.F32: 2e-5, ElementKind.F16: 2e-3, ElementKind.BF16: 1e-
              ElementKind.F64: 1e-12}  # fmt: skip
 
 # Row lengths that reach every kernel variant: 4x32, 32x32 (backward 16x64), 16x512 and
-# streaming (with a
-# candidate list that fits, and one that does not).
+# streaming (with a candidate list that fits, and one that does not).
 _CHECK_SHAPES = ((33, 7), (19, 1000), (5, 5000), (3, 40000))
 
 

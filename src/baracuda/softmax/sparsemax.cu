@@ -625,8 +625,8 @@ __device__ __forceinline__ void fwd_split_write(const T* x, T* y, i64 rows, i64 
 // backward
 // ------------------------------------------------------------------------------------------
 // 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+);
-// cp_async_commit() closes this thread's group of copies, cp_async_wait<N>() waits until at
-// most N of its groups are in flight.
+// cp_async_commit() closes this thread's group of copies, cp_async_wait_all() waits for all
+// of them.
 __device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
@@ -634,9 +634,8 @@ __device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
 // The rows are taken in a grid-stride loop. On the vector path this thread's y vectors of
@@ -689,7 +688,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
     const T* dyr = dy + dot(cd, sdyo, outer.rank);
     const T* yr = y + dot(cd, syo, outer.rank);
     T* dxr = dx + dot(cd, sdxo, outer.rank);
-    if (pre) cp_async_wait<0>();
+    if (pre) cp_async_wait_all();
     unsigned on = 0;
 #pragma unroll
     for (int c = 0; c < NV; ++c) {
