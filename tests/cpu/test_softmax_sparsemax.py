@@ -3,6 +3,7 @@ algorithm (Michelot with candidate lists) modelled in numpy, validation, compila
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from typing import Any
@@ -164,27 +165,31 @@ def test_michelot_model_equals_sort_reference(kind: str, n: int, cap: int | None
 
 
 def test_variant_table() -> None:
-    assert variant_for(1).name == "4x32"
-    assert variant_for(128).name == "4x32"
-    assert variant_for(129).name == "32x32"
-    assert variant_for(1024).name == "32x32"
-    assert variant_for(1025).name == "16x512"
-    assert variant_for(8192).name == "16x512"
-    assert variant_for(8193).name == "stream"
-    assert variant_for(2**40).name == "stream"
-    assert all(v.block % v.group == 0 for v in VARIANTS)
-    # the backward: two warps of 16 values for rows of 129-1024, the same tables otherwise
-    assert variant_for(129, "bwd").name == "16x64" and variant_for(1024, "bwd").name == "16x64"
-    assert variant_for(128, "bwd").name == "4x32" and variant_for(1025, "bwd").name == "16x512"
-    assert variant_for(8193, "bwd").name == "stream"
-    assert all(v.block % v.group == 0 and (v.group <= 32 or v.group == v.block)
-               for v in (*VARIANTS, *BWD_VARIANTS))  # fmt: skip
+    fwd = {1: "4x32", 128: "4x32", 129: "32x32", 1024: "32x32", 1025: "16x128",
+           2048: "16x128", 2049: "16x256", 4096: "16x256", 4097: "16x512", 8192: "16x512",
+           8193: "stream", 2**40: "stream"}  # fmt: skip
+    assert {n: variant_for(n).name for n in fwd} == fwd
+    bwd = {1: "4x32", 128: "4x32", 129: "16x32", 512: "16x32", 513: "16x64", 1024: "16x64",
+           1025: "16x128", 2048: "16x128", 2049: "16x256", 4096: "16x256", 4097: "16x512",
+           8192: "16x512", 8193: "stream"}  # fmt: skip
+    assert {n: variant_for(n, "bwd").name for n in bwd} == bwd
+    for table in (VARIANTS, BWD_VARIANTS):
+        # a group is a warp or the whole block (group reductions); past 1024, a row uses more
+        # than half of its group's threads (the smallest variant that holds it)
+        assert all(v.block % v.group == 0 and (v.group <= 32 or v.group == v.block)
+                   for v in table)  # fmt: skip
+        sized = [v for v in table if v.per_thread]
+        assert sized == sorted(sized, key=lambda v: v.max_n)
+        for small, big in itertools.pairwise(sized):
+            if big.max_n > 1024:
+                assert big.max_n == 2 * small.max_n, (small, big)
+        assert table[-1].name == "stream" and not table[-1].per_thread
 
 
-def test_backward_grid_is_one_resident_wave_for_4_and_8_byte_types(monkeypatch: Any) -> None:
-    """The backward's register variants launch at most sm_count x resident blocks for the
-    itemsizes of BWD_RESIDENT_GRID (each block then takes several rows), a block per row
-    group otherwise; the forward is unchanged. A stand-in module: no GPU needed."""
+def test_register_variants_launch_a_block_per_row_group(monkeypatch: Any) -> None:
+    """Register variants launch ceil(rows / rows per block) blocks of the variant's size, but
+    the backward's staged kernels (BWD_STAGED, for 4- and 8-byte types) launch at most one
+    wave of resident blocks. A stand-in module: no GPU needed."""
     from baracuda._cuda.view import TensorView
     from baracuda.softmax import _rows
 
@@ -201,37 +206,46 @@ def test_backward_grid_is_one_resident_wave_for_4_and_8_byte_types(monkeypatch: 
             return op
 
         def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
-            return {64: 16, 512: 2}.get(block, 4)
+            assert op.endswith("_staged"), op
+            return {64: 16, 512: 2}[block]
 
     monkeypatch.setattr(_rows, "launch", fake_launch)
     mod: Any = FakeModule()
+    shapes = ((32768, 1024), (4096, 8192), (100, 1000), (16384, 2048), (65536, 512),
+              (50, 3000), (7, 100))  # fmt: skip
     for bits, code in ((32, 2), (16, 4), (64, 2)):
-        for rows, n in ((32768, 1024), (4096, 8192), (100, 1000)):
+        for rows, n in shapes:
             v = TensorView(256, (rows, n), (n, 1), (code, bits), 2, 0)
-            grids.clear()
-            _rows.launch_rows(mod, "bwd", None, (v, v, v), 1)  # type: ignore[arg-type]
-            var = variant_for(n, "bwd")
-            want = -(-rows // var.rows_per_block)
-            if bits // 8 in _rows.BWD_RESIDENT_GRID:
-                want = min(want, 132 * mod.resident_blocks("", var.block))
-            assert grids == [(f"sparsemax_bwd_{var.name}", want, var.block)], (bits, rows, n)
-            grids.clear()
-            _rows.launch_rows(mod, "fwd", None, (v, v), 1)  # type: ignore[arg-type]
-            fv = variant_for(n)
-            assert grids == [(f"sparsemax_fwd_{fv.name}", -(-rows // fv.rows_per_block),
-                              fv.block)]  # fmt: skip
+            for direction, views in (("bwd", (v, v, v)), ("fwd", (v, v))):
+                grids.clear()
+                _rows.launch_rows(mod, direction, None, views, 1)  # type: ignore[arg-type]
+                var = variant_for(n, direction)
+                op, grid = f"sparsemax_{direction}_{var.name}", -(-rows // var.rows_per_block)
+                if direction == "bwd" and bits >= 32 and var.name in ("16x64", "16x512"):
+                    op += "_staged"
+                    grid = min(grid, 132 * mod.resident_blocks(op, var.block))
+                assert grids == [(op, grid, var.block)], (bits, rows, n, direction)
 
 
 def test_row_split_for_few_long_rows() -> None:
-    assert row_split((64, 131072), 1, 132) == RowSplit(64, 8)
-    assert row_split((131072, 64), 0, 132) == RowSplit(64, 8)
-    assert row_split((2, 2**20 + 1), -1, 132) == RowSplit(2, 65)
+    # one wave of 2 blocks an SM: 264 blocks on 132 SMs, pieces of at least 8192 elements
+    assert row_split((64, 131072), 1, 132) == RowSplit(64, 4, 32768)
+    assert row_split((131072, 64), 0, 132) == RowSplit(64, 4, 32768)
+    assert row_split((32, 262144), 1, 132) == RowSplit(32, 8, 32768)
+    assert row_split((64, 40000), 1, 132) == RowSplit(64, 4, 10000)
+    assert row_split((2, 2**20 + 1), -1, 132) == RowSplit(2, 129, 8136)
+    assert row_split((1, 2**26), -1, 132) == RowSplit(1, 264, 254208)
+    assert row_split((200, 8193), 1, 132) == RowSplit(200, 2, 4104)  # at least 2 pieces
     assert row_split((1024, 32768), 1, 132) is None  # enough rows to fill the GPU
     assert row_split((8, 8192), 1, 132) is None  # register variant
-    assert row_split((8, 16384), 1, 132) is None  # one piece only
     assert row_split((0, 40000), 1, 132) is None
     assert row_split((3, 0), 1, 132) is None
-    sp = RowSplit(64, 8)
+    for shape in ((7, 8193), (3, 10**6 + 3), (100, 65537), (1, 2**20 + 9)):
+        sp = row_split(shape, 1, 114)
+        assert sp is not None and sp.piece % 8 == 0 and sp.pieces >= 2
+        assert (sp.pieces - 1) * sp.piece < shape[1] <= sp.pieces * sp.piece  # no empty piece
+        assert sp.rows * sp.pieces <= max(2 * 114, 2 * sp.rows)
+    sp = RowSplit(64, 8, 16384)
     assert sp.workspace_size(ElementKind.BF16) == 64 * 8 * 4 + 64 * 8 * 8
     assert sp.count_offset(ElementKind.F64) % 16 == 0
 

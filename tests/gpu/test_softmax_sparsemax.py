@@ -19,6 +19,7 @@ from baracuda.softmax import (
     SparsemaxPlan,
     reference,
 )
+from baracuda.softmax._rows import row_split
 from baracuda.softmax.api import sparsemax, sparsemax_backward
 from baracuda.softmax.cases import TOLERANCE, torch_sparsemax_sort
 from baracuda.types import ElementKind
@@ -28,7 +29,9 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 ELEMENTS = list(ElementKind)
-LENGTHS = [1, 2, 7, 1000, 1024, 1025, 4096, 32000, 131072, 2**20]
+# the issue's lengths, plus one inside each register variant's range the others miss (300:
+# backward 16x32, 2500: 16x256, 6000 and 8192: 16x512)
+LENGTHS = [1, 2, 7, 300, 1000, 1024, 1025, 2500, 4096, 6000, 8192, 32000, 131072, 2**20]
 LAYOUTS = ["last", "first", "middle", "strided", "offset"]
 
 
@@ -169,14 +172,15 @@ def test_backward(element: ElementKind, n: int, layout: str) -> None:
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
-@pytest.mark.parametrize(("rows", "n", "pad"), [(9000, 100, 0), (20000, 1000, 0), (7000, 1020, 4),
+@pytest.mark.parametrize(("rows", "n", "pad"), [(9000, 100, 0), (20000, 500, 2), (20000, 1000, 0),
+                                                (7000, 1020, 4), (5000, 2040, 0), (3000, 3001, 1),
                                                 (1500, 8190, 2), (700, 8192, 0)])  # fmt: skip
 @pytest.mark.parametrize("in_place", [False, True], ids=["out", "dx_is_dy"])
 def test_backward_many_rows(element: ElementKind, rows: int, n: int, pad: int,
                             in_place: bool) -> None:  # fmt: skip
-    """More rows than resident blocks: every block of the register kernels takes several rows,
-    the next one's y staged while the current one is written (rows padded to 16-byte starts
-    with a partial last vector where pad > 0); dx may be dy itself."""
+    """Many rows on every register variant of the backward (rows padded to 16-byte starts with
+    a partial last vector where pad > 0); dx may be dy itself: the write loads dy again on
+    the support, before the same thread stores dx there."""
     rng = np.random.default_rng(rows + n)
     dt = torch_dtype(element)
     x = torch.from_numpy(_data(rng, (rows, n + pad), -1))[:, :n]
@@ -285,8 +289,11 @@ def test_deterministic_and_sku() -> None:
     assert many.workspace_size() == 0
     bdesc = SparsemaxBackwardDescriptor((64, 40000), -1, ElementKind.F32)
     bplan = SparsemaxBackwardPlan.select(s, bdesc)
-    assert bplan.sku().variant == "split3"
-    assert bplan.workspace_size() == 64 * 3 * 4 + 64 * 3 * 8
+    # pieces a row: one wave of the split kernels, which depends on the SM count
+    split = row_split((64, 40000), 1, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert split is not None and split.pieces >= 2
+    assert bplan.sku().variant == f"split{split.pieces}"
+    assert bplan.workspace_size() == split.workspace_size(ElementKind.F32)
     y = sparsemax(x)
     dy = torch.randn_like(x)
     with pytest.raises(WorkspaceTooSmall, match="SparsemaxBackwardPlan: workspace has 0 bytes"):

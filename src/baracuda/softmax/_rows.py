@@ -54,17 +54,38 @@ class Variant:
         return self.block // self.group
 
 
-# Smallest first; the last one (streaming, one block per row) takes rows of any length.
+# Smallest first; the last one (streaming, one block per row) takes rows of any length. A row
+# takes the smallest variant that holds it, so at most half of its group's threads idle: a row
+# of 2048 on the 512-thread variant left three quarters of them idle and took 2-3x longer.
 VARIANTS: tuple[Variant, ...] = (
     Variant("4x32", 4, 32, 256),
     Variant("32x32", 32, 32, 256),
+    Variant("16x128", 16, 128, 128),
+    Variant("16x256", 16, 256, 256),
     Variant("16x512", 16, 512, 512),
     Variant("stream", 0, 512, 512),
 )
-# The backward's: rows of 129-1024 take two warps (a 64-thread block) of 16 values each.
-# On the H100 over 32768 x 1024: f32 120.1 vs 131.9 us, bf16 81.4 vs 84.9 us with a warp of
-# 32 values each, while the forward was slower that way (f32 127.3 vs 99.6 us).
-BWD_VARIANTS: tuple[Variant, ...] = (VARIANTS[0], Variant("16x64", 16, 64, 64), *VARIANTS[2:])
+# The backward's keep 16 values a thread (a 32-bit support mask, sparsemax.cu bwd_reg): a warp
+# per row up to 512, then a block of 64-512 threads per row. Over 32768 x 1024 on the H100
+# a warp of 32 values per row was slower (f32 131.9 vs 120.1 us, bf16 84.9 vs 81.4 us).
+BWD_VARIANTS: tuple[Variant, ...] = (
+    Variant("4x32", 4, 32, 256),
+    Variant("16x32", 16, 32, 256),
+    Variant("16x64", 16, 64, 64),
+    Variant("16x128", 16, 128, 128),
+    Variant("16x256", 16, 256, 256),
+    Variant("16x512", 16, 512, 512),
+    Variant("stream", 0, 512, 512),
+)
+
+# The backward variants that run their staged kernel (sparsemax.cu bwd_reg_staged, entry
+# "<name>_staged": the next row's y in flight while a row is written, over one wave of resident
+# blocks) for the itemsizes of BWD_STAGED_ITEMSIZES; the others run bwd_reg, a block per row
+# group. On the H100 the staged kernel was faster for f32 (32768 x 1024: 109.1 vs 115.9 us,
+# 4096 x 8192: 108.7 vs 119.5 us) and slower for bf16 (78.4 vs 67.9, 85.2 vs 75.4 us). Read at
+# each launch.
+BWD_STAGED: tuple[str, ...] = ("16x64", "16x512")
+BWD_STAGED_ITEMSIZES: tuple[int, ...] = (4, 8)
 
 SPARSEMAX_SOURCE = register_source(
     KernelSource(
@@ -73,6 +94,7 @@ SPARSEMAX_SOURCE = register_source(
         (
             *(f"sparsemax_fwd_{v.name}" for v in VARIANTS),
             *(f"sparsemax_bwd_{v.name}" for v in BWD_VARIANTS),
+            *(f"sparsemax_bwd_{name}_staged" for name in BWD_STAGED),
             "sparsemax_bwd_split_sum",
             "sparsemax_bwd_split_write",
             *(f"sparsemax_fwd_split_{k}" for k in ("scan", "tau", "write")),
@@ -80,19 +102,19 @@ SPARSEMAX_SOURCE = register_source(
     )
 )
 
-SPLIT_PIECE = 16384  # elements per block of a split row (a multiple of every vector width)
+# The backward's split (few long rows, RowSplit): as many pieces a row as one wave of the split
+# kernels holds (SPLIT_BLOCKS_PER_SM blocks of 512 an SM), none shorter than SPLIT_MIN_PIECE
+# elements, at least 2. On the H100 over 64 x 131072 (4 pieces of 32768 against 8 of 16384):
+# f32 39.1-39.2 vs 42.0-47.5 us, bf16 24.7-26.8 vs 32.0-40.1 us; over 32 x 262144 (8 against
+# 16 pieces) f32 39.9-40.1 vs 42.5-42.6, bf16 24.2-24.6 vs 28.1-31.9 us.
+SPLIT_BLOCKS_PER_SM = 2
+SPLIT_MIN_PIECE = 8192
 
 # Switch: the backward loads dy beside y (one memory round trip) instead of only where y > 0
 # (two, dependent, but skipping dy off the support). Off: on an H100, loading dy only on the
 # support was 10-45 % faster on every benchmark shape (benchmarks/tune_sparsemax.py).
 DY_WITH_Y = False
 
-# Itemsizes whose backward register variants run one wave of resident blocks (the occupancy
-# calculator's count per SM), each block taking several rows, the next row's y in flight
-# while the current one is reduced and written (sparsemax.cu, bwd_reg); the others launch a
-# block per row group. On the H100, f32 4096 x 8192 took 104-108 vs 112-116 us with the
-# resident grid, bf16 85.5-87.5 vs 84.0-84.3 us. Read at each launch.
-BWD_RESIDENT_GRID: tuple[int, ...] = (4, 8)
 SPLIT_BLOCK = 512
 
 
@@ -102,7 +124,7 @@ class RowSplit:
 
     rows: int
     pieces: int
-    piece: int = SPLIT_PIECE
+    piece: int
 
     def workspace_size(self, element: ElementKind) -> int:
         acc = 8 if element is ElementKind.F64 else 4
@@ -160,8 +182,10 @@ def row_split(shape: Sequence[int], axis: int, sm_count: int) -> RowSplit | None
     rows = numel(shape) // n if n else 0
     if rows == 0 or variant_for(n).per_thread or rows >= 2 * sm_count or rows > 65535:
         return None
-    pieces = -(-n // SPLIT_PIECE)
-    return RowSplit(rows, pieces, SPLIT_PIECE) if pieces >= 2 else None
+    wave = SPLIT_BLOCKS_PER_SM * sm_count
+    pieces = max(2, min(-(-n // SPLIT_MIN_PIECE), wave // rows))
+    piece = (-(-n // pieces) + 7) // 8 * 8  # a multiple of every vector width
+    return RowSplit(rows, -(-n // piece), piece)
 
 
 def variant_for(n: int, direction: str = "fwd") -> Variant:
@@ -251,7 +275,10 @@ def launch_rows(
             launch(module.function(op), sgrid, SPLIT_BLOCK, 0, stream, [*args, *ws], op)
         return f"split{split.pieces}{'/vec16' if vec else ''}"
     op = f"sparsemax_{direction}_{var.name}"
-    if direction == "bwd" and views[0].itemsize in BWD_RESIDENT_GRID:
+    staged = (direction == "bwd" and var.name in BWD_STAGED
+              and views[0].itemsize in BWD_STAGED_ITEMSIZES)  # fmt: skip
+    if staged:
+        op += "_staged"
         grid = min(grid, module.sm_count * module.resident_blocks(op, var.block))
     launch(module.function(op), (grid, 1, 1), var.block, 0, stream, args, op)
-    return f"{var.name}{'/vec16' if vec else ''}"
+    return f"{var.name}{'/staged' if staged else ''}{'/vec16' if vec else ''}"

@@ -624,6 +624,109 @@ __device__ __forceinline__ void fwd_split_write(const T* x, T* y, i64 rows, i64 
 // ------------------------------------------------------------------------------------------
 // backward
 // ------------------------------------------------------------------------------------------
+// Rows in registers (n <= K * G): a group of G threads takes a row. It loads its y vectors
+// and keeps only the support mask (bit k: y_k > 0); loads the dy vectors where any y is
+// positive and sums them over the support; after the group's reduction it loads those dy
+// vectors again (L1 hits: support vectors are few) and writes dx. No value lives across the
+// reduction, so the kernels run at 40 registers with 1536 threads an SM (SMX_BWD_REG): more
+// rows in flight. Keeping dy in registers, with the next row's y staged in shared memory by
+// cp.async over a resident grid (bwd_reg_staged), held 1024 threads an SM: slower for 2-byte
+// types (H100 bf16 4096 x 8192: 85.2 vs 75.4 us, 32768 x 1024: 78.4 vs 67.9 us), faster for
+// f32 on the 16x64 and 16x512 variants, which keep it for 4- and 8-byte types (_rows.py).
+template <typename T, typename A, int K, int G, int BLOCK>
+__device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+                                        const Shape& outer, const Strides& sdyo,
+                                        const Strides& syo, const Strides& sdxo, i64 sdy, i64 sy,
+                                        i64 sdx, int flags) {
+  static_assert(G <= 32 || G == BLOCK, "a group is at most a warp, or the block (group_sum2)");
+  static_assert(K <= 32, "the support mask has 32 bits");
+  constexpr int RPB = BLOCK / G;
+  constexpr int L = RegLanes<T, K>::value;
+  constexpr int NV = K / L;
+  constexpr unsigned kLaneBits = (1u << L) - 1u;
+  const bool vec = flags & 1, dy_all = flags & 2;
+  const int t = threadIdx.x % G;
+  const i64 step = (i64)gridDim.x * RPB;
+  // The loop bound is uniform across a group, so group reductions stay convergent.
+  for (i64 r = (i64)blockIdx.x * RPB + threadIdx.x / G; r < rows; r += step) {
+    Coord cd;
+    unravel(r, outer, cd);
+    const T* dyr = dy + dot(cd, sdyo, outer.rank);
+    const T* yr = y + dot(cd, syo, outer.rank);
+    T* dxr = dx + dot(cd, sdxo, outer.rank);
+    unsigned on = 0;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const i64 e0 = ((i64)c * G + t) * L;
+      A w[L];
+      bool done = false;
+      if constexpr (L > 1) {
+        if (vec && e0 + L <= n) {
+          ld16cs<T, A, L>(yr + e0, w);
+          done = true;
+        }
+      }
+      if (!done) {
+#pragma unroll
+        for (int l = 0; l < L; ++l) w[l] = e0 + l < n ? to_acc(yr[(e0 + l) * sy]) : A(0);
+      }
+#pragma unroll
+      for (int l = 0; l < L; ++l)
+        if (w[l] > A(0)) on |= 1u << (c * L + l);
+    }
+    A s = 0;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const unsigned bits = (on >> (c * L)) & kLaneBits;
+      const i64 e0 = ((i64)c * G + t) * L;
+      if constexpr (L > 1) {
+        if (vec && e0 + L <= n) {
+          if (dy_all || bits) {
+            A w[L];
+            ld16<T, A, L>(dyr + e0, w);  // kept in L1 for the write below
+#pragma unroll
+            for (int l = 0; l < L; ++l)
+              if ((bits >> l) & 1u) s += w[l];
+          }
+          continue;
+        }
+      }
+#pragma unroll
+      for (int l = 0; l < L; ++l)
+        if ((bits >> l) & 1u) s += to_acc(dyr[(e0 + l) * sdy]);  // bit set: e0 + l < n
+    }
+    i64 cnt = __popc(on);
+    group_sum2<G>(s, cnt);
+    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const unsigned bits = (on >> (c * L)) & kLaneBits;
+      const i64 e0 = ((i64)c * G + t) * L;
+      if constexpr (L > 1) {
+        if (vec && e0 + L <= n) {
+          A w[L];
+          if (bits) {
+            ld16<T, A, L>(dyr + e0, w);
+#pragma unroll
+            for (int l = 0; l < L; ++l) w[l] = ((bits >> l) & 1u) ? w[l] - mean : A(0);
+          } else {
+#pragma unroll
+            for (int l = 0; l < L; ++l) w[l] = A(0);
+          }
+          st16cs<T, A, L>(dxr + e0, w);
+          continue;
+        }
+      }
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const i64 e = e0 + l;
+        if (e < n)
+          dxr[e * sdx] = from_acc<T>(((bits >> l) & 1u) ? to_acc(dyr[e * sdy]) - mean : A(0));
+      }
+    }
+  }
+}
+
 // 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+);
 // cp_async_commit() closes this thread's group of copies, cp_async_wait_all() waits for all
 // of them.
@@ -638,14 +741,16 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
-// The rows are taken in a grid-stride loop. On the vector path this thread's y vectors of
-// its group's next row are copied to shared memory (cp.async) before the current row is
-// reduced and written, so they are in flight across its barrier and stores; each thread
-// reads back only its own vectors (no barrier); two rows ahead measured no faster. The host
-// sizes the grid to the resident blocks, so each block takes several rows. Only the support
-// mask of y is kept in registers (bit k: y_k > 0).
+// The staged form of bwd_reg, for 4- and 8-byte types on the 16x64 and 16x512 variants (there
+// it was faster: H100 f32 32768 x 1024 109.1 vs 115.9 us, 4096 x 8192 108.7 vs 119.5 us). The
+// rows are taken in a grid-stride loop over a grid of resident blocks (the host sizes it), so
+// each block takes several rows. On the vector path this thread's y vectors of its group's
+// next row are copied to shared memory (cp.async) before the current row is reduced and
+// written, so they are in flight across its barrier and stores; each thread reads back only
+// its own vectors (no barrier); two rows ahead measured no faster. Only the support mask of y
+// and the loaded dy stay in registers (64 registers, 1024 threads an SM).
 template <typename T, typename A, int K, int G, int BLOCK>
-__device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+__device__ __forceinline__ void bwd_reg_staged(const T* dy, const T* y, T* dx, i64 rows, i64 n,
                                         const Shape& outer, const Strides& sdyo,
                                         const Strides& syo, const Strides& sdxo, i64 sdy, i64 sy,
                                         i64 sdx, int flags) {
@@ -970,6 +1075,12 @@ BC_KERNEL(sparsemax_fwd_4x32, 256)(SMX_FWD_ARGS) {
 BC_KERNEL(sparsemax_fwd_32x32, 256)(SMX_FWD_ARGS) {
   bc::smx::fwd_reg<BC_T, BC_ACC, 32, 32, 256>(SMX_FWD_PASS);
 }
+SMX_KERNEL(sparsemax_fwd_16x128, 128, 8)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 128, 128>(SMX_FWD_PASS);
+}
+SMX_KERNEL(sparsemax_fwd_16x256, 256, 4)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 256, 256>(SMX_FWD_PASS);
+}
 SMX_KERNEL(sparsemax_fwd_16x512, 512, 2)(SMX_FWD_ARGS) {
   bc::smx::fwd_reg<BC_T, BC_ACC, 16, 512, 512>(SMX_FWD_PASS);
 }
@@ -992,17 +1103,24 @@ BC_KERNEL(sparsemax_fwd_split_write, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_
                                           BC_ACC* ws_cand, BC_ACC* ws_row, bc::i64 pieces) {
   bc::smx::fwd_split_write<BC_T, BC_ACC>(SMX_FWD_PASS, ws_row, pieces);
 }
-BC_KERNEL(sparsemax_bwd_4x32, 256)(SMX_BWD_ARGS) {
-  bc::smx::bwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_BWD_PASS);
+// Register variants of the backward: launch bounds for 1536 threads an SM (40 registers; 1024
+// threads and 64 registers for f64), see bwd_reg.
+#define SMX_BWD_REG(name, K, G, BLOCK)                                                       \
+  SMX_KERNEL(sparsemax_bwd_##name, BLOCK, (sizeof(BC_T) > 4 ? 1024 : 1536) / BLOCK)          \
+  (SMX_BWD_ARGS) {                                                                           \
+    bc::smx::bwd_reg<BC_T, BC_ACC, K, G, BLOCK>(SMX_BWD_PASS);                               \
+  }
+SMX_BWD_REG(4x32, 4, 32, 256)
+SMX_BWD_REG(16x32, 16, 32, 256)
+SMX_BWD_REG(16x64, 16, 64, 64)
+SMX_BWD_REG(16x128, 16, 128, 128)
+SMX_BWD_REG(16x256, 16, 256, 256)
+SMX_BWD_REG(16x512, 16, 512, 512)
+SMX_KERNEL(sparsemax_bwd_16x64_staged, 64, 16)(SMX_BWD_ARGS) {
+  bc::smx::bwd_reg_staged<BC_T, BC_ACC, 16, 64, 64>(SMX_BWD_PASS);
 }
-// Rows of 129-1024: two warps (a 64-thread block) per row, 16 values each, at most 64
-// registers (16 blocks, 32 warps per SM; no spills). A warp of 32 values each (the forward's
-// 32x32) spilled and was slower (H100 32768 x 1024 bf16: 84.9 vs 81.4 us).
-SMX_KERNEL(sparsemax_bwd_16x64, 64, 16)(SMX_BWD_ARGS) {
-  bc::smx::bwd_reg<BC_T, BC_ACC, 16, 64, 64>(SMX_BWD_PASS);
-}
-SMX_KERNEL(sparsemax_bwd_16x512, 512, 2)(SMX_BWD_ARGS) {
-  bc::smx::bwd_reg<BC_T, BC_ACC, 16, 512, 512>(SMX_BWD_PASS);
+SMX_KERNEL(sparsemax_bwd_16x512_staged, 512, 2)(SMX_BWD_ARGS) {
+  bc::smx::bwd_reg_staged<BC_T, BC_ACC, 16, 512, 512>(SMX_BWD_PASS);
 }
 SMX_KERNEL(sparsemax_bwd_stream, 512, 2)(SMX_BWD_ARGS) {
   bc::smx::bwd_stream<BC_T, BC_ACC>(SMX_BWD_PASS);
