@@ -4,6 +4,7 @@ on one card, with the card's measured copy bandwidth as the roofline."""
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import statistics
 import sys
@@ -21,7 +22,8 @@ def time_device(
     fn: Callable[[], object], *, warmup_ms: float = 25, rep_ms: float = 100
 ) -> dict[str, float]:
     """Median (and 20th/80th percentiles) in ms of ``fn`` timed with CUDA events, L2 flushed
-    between repetitions (triton's ``do_bench`` when present, same method otherwise)."""
+    between repetitions (triton's ``do_bench`` when present, same method otherwise, with a
+    GPU spin after the flush so that the host's launch time is not timed)."""
     import torch
 
     try:
@@ -36,8 +38,26 @@ def time_device(
     torch.cuda.synchronize()
     times: list[float] = []
     deadline = time.perf_counter() + (warmup_ms + rep_ms) / 1e3
+    gc_was_on = gc.isenabled()
+    gc.disable()  # as timeit does: no collection pause between the events
+    try:
+        _timed_reps(fn, flush, deadline, times)
+    finally:
+        if gc_was_on:
+            gc.enable()
+    times.sort()
+    k = len(times)
+    return {"ms": statistics.median(times), "p20": times[k // 5], "p80": times[(4 * k) // 5]}
+
+
+def _timed_reps(fn: Callable[[], object], flush: Any, deadline: float, times: list[float]) -> None:
+    import torch
+
     while time.perf_counter() < deadline or len(times) < 5:
         flush.zero_()
+        # ~50 us of GPU spin before the start event: the host's launches of fn are queued by
+        # the time the GPU reaches it, so host jitter is not timed (short multi-launch plans)
+        torch.cuda._sleep(100_000)  # type: ignore[no-untyped-call]
         start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start.record()
@@ -45,9 +65,6 @@ def time_device(
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    times.sort()
-    k = len(times)
-    return {"ms": statistics.median(times), "p20": times[k // 5], "p80": times[(4 * k) // 5]}
 
 
 def copy_bandwidth() -> float:
