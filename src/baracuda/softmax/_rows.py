@@ -55,8 +55,9 @@ class Variant:
 
 
 # Smallest first; the last one (streaming, one block per row) takes rows of any length. A row
-# takes the smallest variant that holds it, so at most half of its group's threads idle: a row
-# of 2048 on the 512-thread variant left three quarters of them idle and took 2-3x longer.
+# takes the smallest variant that holds it, so past 1024 elements at most half of its group's
+# threads idle: a row of 2048 on the 512-thread variant left three quarters of them idle and
+# took 2-4x longer.
 VARIANTS: tuple[Variant, ...] = (
     Variant("4x32", 4, 32, 256),
     Variant("32x32", 32, 32, 256),
@@ -69,13 +70,10 @@ VARIANTS: tuple[Variant, ...] = (
 # per row up to 512, then a block of 64-512 threads per row. Over 32768 x 1024 on the H100
 # a warp of 32 values per row was slower (f32 131.9 vs 120.1 us, bf16 84.9 vs 81.4 us).
 BWD_VARIANTS: tuple[Variant, ...] = (
-    Variant("4x32", 4, 32, 256),
+    VARIANTS[0],
     Variant("16x32", 16, 32, 256),
     Variant("16x64", 16, 64, 64),
-    Variant("16x128", 16, 128, 128),
-    Variant("16x256", 16, 256, 256),
-    Variant("16x512", 16, 512, 512),
-    Variant("stream", 0, 512, 512),
+    *VARIANTS[2:],  # 16x128, 16x256, 16x512, stream
 )
 
 # The backward variants that run their staged kernel (sparsemax.cu bwd_reg_staged, entry

@@ -624,6 +624,33 @@ __device__ __forceinline__ void fwd_split_write(const T* x, T* y, i64 rows, i64 
 // ------------------------------------------------------------------------------------------
 // backward
 // ------------------------------------------------------------------------------------------
+// This thread's L values of a row from element e0 unless `done` (already loaded): one
+// 16-byte streaming load on the vector path, else element by element (0 past the row end).
+template <int L, typename T, typename A>
+__device__ __forceinline__ void load_y(const T* yr, i64 e0, i64 n, i64 sy, bool vec, bool done,
+                                       A (&w)[L]) {
+  if (!done) {
+    if constexpr (L > 1) {
+      if (vec && e0 + L <= n) {
+        ld16cs<T, A, L>(yr + e0, w);
+        done = true;
+      }
+    }
+  }
+  if (!done) {
+#pragma unroll
+    for (int l = 0; l < L; ++l) w[l] = e0 + l < n ? to_acc(yr[(e0 + l) * sy]) : A(0);
+  }
+}
+
+// Sets bit `first + l` of `on` where w[l] > 0 (the support).
+template <int L, typename A>
+__device__ __forceinline__ void add_support(const A (&w)[L], int first, unsigned& on) {
+#pragma unroll
+  for (int l = 0; l < L; ++l)
+    if (w[l] > A(0)) on |= 1u << (first + l);
+}
+
 // Rows in registers (n <= K * G): a group of G threads takes a row. It loads its y vectors
 // and keeps only the support mask (bit k: y_k > 0); loads the dy vectors where any y is
 // positive and sums them over the support; after the group's reduction it loads those dy
@@ -659,20 +686,8 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
     for (int c = 0; c < NV; ++c) {
       const i64 e0 = ((i64)c * G + t) * L;
       A w[L];
-      bool done = false;
-      if constexpr (L > 1) {
-        if (vec && e0 + L <= n) {
-          ld16cs<T, A, L>(yr + e0, w);
-          done = true;
-        }
-      }
-      if (!done) {
-#pragma unroll
-        for (int l = 0; l < L; ++l) w[l] = e0 + l < n ? to_acc(yr[(e0 + l) * sy]) : A(0);
-      }
-#pragma unroll
-      for (int l = 0; l < L; ++l)
-        if (w[l] > A(0)) on |= 1u << (c * L + l);
+      load_y<L, T, A>(yr, e0, n, sy, vec, false, w);
+      add_support<L, A>(w, c * L, on);
     }
     A s = 0;
 #pragma unroll
@@ -806,21 +821,8 @@ __device__ __forceinline__ void bwd_reg_staged(const T* dy, const T* y, T* dx, i
           done = true;
         }
       }
-      if (!done) {
-        if constexpr (L > 1) {
-          if (vec && e0 + L <= n) {
-            ld16cs<T, A, L>(yr + e0, w);
-            done = true;
-          }
-        }
-      }
-      if (!done) {
-#pragma unroll
-        for (int l = 0; l < L; ++l) w[l] = e0 + l < n ? to_acc(yr[(e0 + l) * sy]) : A(0);
-      }
-#pragma unroll
-      for (int l = 0; l < L; ++l)
-        if (w[l] > A(0)) on |= 1u << (c * L + l);
+      load_y<L, T, A>(yr, e0, n, sy, vec, done, w);
+      add_support<L, A>(w, c * L, on);
     }
     if (pre) fetch(yn);  // into the slots just read
     // dy is needed only on the support: load a vector of it where any of its y is positive.
