@@ -178,7 +178,7 @@ def row_split(shape: Sequence[int], axis: int, sm_count: int) -> RowSplit | None
     per SM) and each is long enough to cut, else None."""
     n = shape[axis]
     rows = numel(shape) // n if n else 0
-    if rows == 0 or variant_for(n).per_thread or rows >= 2 * sm_count or rows > 65535:
+    if rows == 0 or variant_for(n, "bwd").per_thread or rows >= 2 * sm_count or rows > 65535:
         return None
     wave = SPLIT_BLOCKS_PER_SM * sm_count
     pieces = max(2, min(-(-n // SPLIT_MIN_PIECE), wave // rows))

@@ -15,9 +15,11 @@ __all__ = ["check_cases", "bench_cases", "TOLERANCE", "torch_sparsemax_sort", "m
 TOLERANCE = {ElementKind.F32: 2e-5, ElementKind.F16: 2e-3, ElementKind.BF16: 1e-2,
              ElementKind.F64: 1e-12}  # fmt: skip
 
-# Row lengths that reach every kernel variant: 4x32, 32x32 (backward 16x64), 16x512 and
-# streaming (with a candidate list that fits, and one that does not).
-_CHECK_SHAPES = ((33, 7), (19, 1000), (5, 5000), (3, 40000))
+# Row lengths that reach every register variant (forward 4x32, 32x32, 16x128, 16x256,
+# 16x512; backward 4x32, 16x32, 16x64, 16x128, 16x256, 16x512) and streaming (with a
+# candidate list that fits, and one that does not).
+_CHECK_SHAPES = ((33, 7), (11, 300), (19, 1000), (9, 2000), (7, 2500), (5, 5000), (3, 40000))
+_CHECK_KINDS = ("ties", "normal", "inf", "ties", "inf", "normal", "flat")
 
 
 def make_rows(rng: Any, shape: tuple[int, ...], kind: str = "normal") -> Any:
@@ -44,7 +46,7 @@ def _sparsemax_case(element: ElementKind) -> CheckCase:
         from baracuda.softmax.api import sparsemax
 
         err = 0.0
-        for shape, kind in zip(_CHECK_SHAPES, ("ties", "inf", "normal", "flat"), strict=True):
+        for shape, kind in zip(_CHECK_SHAPES, _CHECK_KINDS, strict=True):
             x = ctx.to_device(make_rows(ctx.rng, shape, kind), element)
             truth = reference.sparsemax(ctx.to_numpy(x), -1)
             err = max(err, max_rel_err(ctx.to_numpy(sparsemax(x, -1)), truth))

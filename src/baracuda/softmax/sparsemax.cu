@@ -79,6 +79,14 @@ __device__ __forceinline__ void group_sum2(A& s, i64& c) {
   }
 }
 
+// The group's sum of `s` over its `cnt` support elements, divided by their count (0 for an
+// empty support): the backward's mean of dy over the support.
+template <int G, typename A>
+__device__ __forceinline__ A group_mean(A s, i64 cnt) {
+  group_sum2<G>(s, cnt);
+  return cnt > 0 ? s / (A)cnt : A(0);
+}
+
 // 16-byte vectors moved as uint4, converted lane by lane to and from the accumulator type.
 // Going through uint4 (not a struct of T) makes every access one LDG.128 / STG.128 for all
 // four types (a struct of __nv_bfloat16 or __half was stored as eight 2-byte stores).
@@ -710,9 +718,7 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
       for (int l = 0; l < L; ++l)
         if ((bits >> l) & 1u) s += to_acc(dyr[(e0 + l) * sdy]);  // bit set: e0 + l < n
     }
-    i64 cnt = __popc(on);
-    group_sum2<G>(s, cnt);
-    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+    const A mean = group_mean<G>(s, __popc(on));
 #pragma unroll
     for (int c = 0; c < NV; ++c) {
       const unsigned bits = (on >> (c * L)) & kLaneBits;
@@ -858,9 +864,7 @@ __device__ __forceinline__ void bwd_reg_staged(const T* dy, const T* y, T* dx, i
         g[c * L + l] = v;
       }
     }
-    i64 cnt = __popc(on);
-    group_sum2<G>(s, cnt);
-    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+    const A mean = group_mean<G>(s, __popc(on));
 #pragma unroll
     for (int k = 0; k < K; ++k) g[k] = ((on >> k) & 1u) ? g[k] - mean : A(0);
     store_regs<T, A, K, G>(dxr, n, sdx, vec, t, g);
@@ -975,8 +979,7 @@ __device__ __forceinline__ void bwd_stream(const T* dy, const T* y, T* dx, i64 r
       bwd_row_sum<LV, T, A>(dyr, yr, n, sdy, sy, dy_all, s, cnt);
     else
       bwd_row_sum<1, T, A>(dyr, yr, n, sdy, sy, dy_all, s, cnt);
-    group_sum2<kStreamBlock>(s, cnt);
-    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+    const A mean = group_mean<kStreamBlock>(s, cnt);
     if (vec)
       bwd_row_write<LV, T, A>(dyr, yr, dxr, n, sdy, sy, sdx, dy_all, mean);
     else
@@ -1036,8 +1039,7 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
       s += ws_s[r * pieces + p];
       cnt += ws_c[r * pieces + p];
     }
-    group_sum2<kStreamBlock>(s, cnt);
-    const A mean = cnt > 0 ? s / (A)cnt : A(0);
+    const A mean = group_mean<kStreamBlock>(s, cnt);
     for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
       const i64 b = p * len;
       const i64 m = min(len, n - b);

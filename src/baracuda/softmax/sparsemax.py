@@ -133,13 +133,13 @@ class SparsemaxPlan(SparsemaxPlanBase[SparsemaxDescriptor, SparsemaxArgs]):
     Algorithm: no sort. ``tau`` by Michelot's fixed point from ``tau0 = -1``:
     ``tau <- (sum_{z > tau} z - 1) / |{z > tau}|``; it rises monotonically and stops exactly
     when the support stops changing (at most n + 1 steps; a handful in practice). Rows of
-    <= 8192 elements stay in registers (a warp per row up to 1024, a 512-thread block up to
-    8192); longer rows take one block each, re-read from global memory (L2), with the
-    candidates ``z > -1`` compacted into shared memory once they fit (4096 of them). When
-    such rows are too few to fill the GPU (fewer than 2 per SM), each is cut into pieces of
-    8192 elements, one block each, in three kernels: per piece the max and the values within
-    1 of it (to the workspace), per row ``tau`` from those lists (from the whole row if a
-    piece listed more than 512), then the write.
+    <= 8192 elements stay in registers (a warp per row up to 1024, then a block of 128, 256 or 512
+    threads, the smallest that holds the row); longer rows take one block each, re-read from
+    global memory (L2), with the candidates ``z > -1`` compacted into shared memory once they
+    fit (4096 of them). When such rows are too few to fill the GPU (fewer than 2 per SM), each
+    is cut into pieces of 8192 elements, one block each, in three kernels: per piece the max and
+    the values within 1 of it (to the workspace), per row ``tau`` from those lists (from the
+    whole row if a piece listed more than 512), then the write.
 
     Dtypes: f32, f16, bf16, f64 in and out; f32 math for the half types, f64 for f64.
     Shapes: rank 1-8, any axis, any strides (16-byte vectors when the axis is contiguous and

@@ -46,18 +46,21 @@ class SparsemaxBackwardPlan(SparsemaxPlanBase[SparsemaxBackwardDescriptor, Spars
     16-byte vector of it is loaded when any of its ``y`` is positive), so outside the support
     its values, NaN included, do not matter; a row with an empty support (NaN ``y``) gets 0.
 
-    Layout: rows of <= 8192 elements are read once (a warp per row up to 128, two warps up
-    to 1024, a 512-thread block up to 8192; where rows are 16-byte aligned the next row's
-    ``y`` is copied to shared memory while the current one is written); longer rows take
-    one block each and read ``y`` (and ``dy`` on the support) twice, the second time mostly
-    from L2.
-    When such rows are too few to fill the GPU (fewer than 2 per SM), each is cut into
-    pieces of 16384 elements, one block each, in two kernels: partial sums to the
-    workspace, then the write.
+    Layout: rows of <= 8192 elements are read once into registers, on the smallest variant
+    that holds them (a warp per row up to 512, a block of 64-512 threads up to 8192), each
+    thread keeping the support as a bit mask and loading ``dy`` again on it for the write;
+    for f32/f64 rows of 513-1024 and 4097-8192 the staged kernel keeps ``dy`` in registers
+    instead and copies the next row's ``y`` to shared memory while the current one is
+    written, over one wave of resident blocks. Longer rows
+    take one block each and read ``y`` (and ``dy`` on the support) twice, the second time
+    mostly from L2. When such rows are too few to fill the GPU (fewer than 2 per SM), each
+    is cut into as many pieces as one wave of the split kernels holds (at least 2), one
+    block each, in two kernels: partial sums to the workspace, then the write.
     Dtypes: f32, f16, bf16, f64; f32 math for the half types, f64 for f64.
     Shapes: rank 1-8, any axis, any strides; empty tensors launch nothing.
     Precision: sum over the support in f32 (f64), one rounding per output. Deterministic
-    (fixed reduction order, no atomics, split or not).
+    on a given card (fixed reduction order, no atomics; the split's piece count follows the
+    SM count).
     Workspace: ``workspace_size()`` bytes: 0 unless rows are split (then 12 or 16 bytes per
     piece), 16-byte alignment suffices (256 checked by ``run``).
 
