@@ -165,11 +165,13 @@ def test_michelot_model_equals_sort_reference(kind: str, n: int, cap: int | None
 
 
 def test_variant_table() -> None:
-    fwd = {1: "4x32", 128: "4x32", 129: "32x32", 1024: "32x32", 1025: "16x128",
+    fwd = {1: "4x32", 128: "4x32", 129: "8x32", 256: "8x32", 257: "16x32", 512: "16x32",
+           513: "32x32", 1024: "32x32", 1025: "16x128",
            2048: "16x128", 2049: "16x256", 4096: "16x256", 4097: "16x512", 8192: "16x512",
            8193: "stream", 2**40: "stream"}  # fmt: skip
     assert {n: variant_for(n).name for n in fwd} == fwd
-    bwd = {1: "4x32", 128: "4x32", 129: "16x32", 512: "16x32", 513: "16x64", 1024: "16x64",
+    bwd = {1: "4x32", 128: "4x32", 129: "8x32", 256: "8x32", 257: "16x32", 512: "16x32",
+           513: "16x64", 1024: "16x64",
            1025: "16x128", 2048: "16x128", 2049: "16x256", 4096: "16x256", 4097: "16x512",
            8192: "16x512", 8193: "stream"}  # fmt: skip
     assert {n: variant_for(n, "bwd").name for n in bwd} == bwd

@@ -60,6 +60,8 @@ class Variant:
 # took 2-4x longer.
 VARIANTS: tuple[Variant, ...] = (
     Variant("4x32", 4, 32, 256),
+    Variant("8x32", 8, 32, 256),
+    Variant("16x32", 16, 32, 256),
     Variant("32x32", 32, 32, 256),
     Variant("16x128", 16, 128, 128),
     Variant("16x256", 16, 256, 256),
@@ -70,10 +72,9 @@ VARIANTS: tuple[Variant, ...] = (
 # per row up to 512, then a block of 64-512 threads per row. Over 32768 x 1024 on the H100
 # a warp of 32 values per row was slower (f32 131.9 vs 120.1 us, bf16 84.9 vs 81.4 us).
 BWD_VARIANTS: tuple[Variant, ...] = (
-    VARIANTS[0],
-    Variant("16x32", 16, 32, 256),
+    *VARIANTS[:3],  # 4x32, 8x32, 16x32
     Variant("16x64", 16, 64, 64),
-    *VARIANTS[2:],  # 16x128, 16x256, 16x512, stream
+    *VARIANTS[4:],  # 16x128, 16x256, 16x512, stream
 )
 
 # The backward variants that run their staged kernel (sparsemax.cu bwd_reg_staged, entry

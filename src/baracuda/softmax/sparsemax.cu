@@ -1076,6 +1076,12 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
 BC_KERNEL(sparsemax_fwd_4x32, 256)(SMX_FWD_ARGS) {
   bc::smx::fwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_FWD_PASS);
 }
+BC_KERNEL(sparsemax_fwd_8x32, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 32, 256>(SMX_FWD_PASS);
+}
+SMX_KERNEL(sparsemax_fwd_16x32, 256, 4)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 32, 256>(SMX_FWD_PASS);
+}
 BC_KERNEL(sparsemax_fwd_32x32, 256)(SMX_FWD_ARGS) {
   bc::smx::fwd_reg<BC_T, BC_ACC, 32, 32, 256>(SMX_FWD_PASS);
 }
@@ -1115,6 +1121,7 @@ BC_KERNEL(sparsemax_fwd_split_write, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_
     bc::smx::bwd_reg<BC_T, BC_ACC, K, G, BLOCK>(SMX_BWD_PASS);                               \
   }
 SMX_BWD_REG(4x32, 4, 32, 256)
+SMX_BWD_REG(8x32, 8, 32, 256)
 SMX_BWD_REG(16x32, 16, 32, 256)
 SMX_BWD_REG(16x64, 16, 64, 64)
 SMX_BWD_REG(16x128, 16, 128, 128)
