@@ -131,9 +131,10 @@ def launched_kernels(monkeypatch: Any) -> list[str]:
     names: list[str] = []
     real_launch = K.launch
 
-    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, args: Any, name: str) -> None:
+    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, args: Any, name: str,
+            **kw: Any) -> None:  # fmt: skip
         names.append(name)
-        real_launch(fn, grid, block, smem, st, args, name)
+        real_launch(fn, grid, block, smem, st, args, name, **kw)
 
     monkeypatch.setattr(K, "launch", spy)
     return names

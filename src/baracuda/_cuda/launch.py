@@ -16,7 +16,14 @@ from typing import Any
 from baracuda._cuda.driver import check, driver
 from baracuda._cuda.stream import Stream
 
-__all__ = ["launch", "launch_packed", "memset_zero", "MAX_GRID_X", "MAX_GRID_YZ"]
+__all__ = [
+    "launch",
+    "launch_packed",
+    "memset_zero",
+    "dependent_launches",
+    "MAX_GRID_X",
+    "MAX_GRID_YZ",
+]
 
 MAX_GRID_X = 2**31 - 1
 MAX_GRID_YZ = 65535
@@ -30,9 +37,27 @@ def launch(
     stream: Stream,
     args: Sequence[Any],
     name: str = "kernel",
+    *,
+    dependent: bool = False,
 ) -> None:
-    """Enqueue ``function`` on ``stream``. ``args`` are ctypes scalars or structures, in order."""
+    """Enqueue ``function`` on ``stream``. ``args`` are ctypes scalars or structures, in order.
+
+    ``dependent``: a programmatic dependent launch (sm_90 and later; the caller checks): the
+    kernel may start while the stream's previous kernel drains, so it must execute
+    ``bc::pdl_wait()`` (common.cuh) before any global memory access."""
     pointers = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+    if dependent:
+        drv = driver()
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block, 1, 1
+        cfg.sharedMemBytes = shared_bytes
+        cfg.hStream = stream.cu
+        cfg.attrs = _pdl_attrs()
+        cfg.numAttrs = 1
+        check(drv.cuLaunchKernelEx(cfg, function, ctypes.addressof(pointers), 0),
+              f"cuLaunchKernelEx({name})")  # fmt: skip
+        return
     check(
         driver().cuLaunchKernel(
             function,
@@ -49,6 +74,27 @@ def launch(
         ),
         f"cuLaunchKernel({name})",
     )
+
+
+@functools.cache
+def _pdl_attrs() -> list[Any]:
+    drv = driver()
+    attr = drv.CUlaunchAttribute()
+    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmaticStreamSerializationAllowed = 1
+    return [attr]
+
+
+def dependent_launches(arch: str) -> bool:
+    """Whether kernels for ``arch`` ("sm_90") take programmatic dependent launches (Hopper
+    and later) and the switch ``DEPENDENT_LAUNCH`` is on."""
+    return DEPENDENT_LAUNCH and int(arch.removeprefix("sm_").rstrip("af")) >= 90
+
+
+# Switch: the later kernels of a multi-kernel plan start while the previous one drains
+# (programmatic dependent launch; their blocks wait in bc::pdl_wait until it has finished and
+# its writes are visible). Read at each launch.
+DEPENDENT_LAUNCH = True
 
 
 class _ArgBuffer(threading.local):

@@ -29,7 +29,7 @@ from typing import overload
 
 from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
-from baracuda._cuda.launch import launch, memset_zero
+from baracuda._cuda.launch import dependent_launches, launch, memset_zero
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
@@ -498,8 +498,11 @@ def launch_scan(
     states = "states8" if ch.nchunks > 128 else "states1"
     sfn = module.function(f"scan_{op}_{states}")
     sgrid = max(1, min(rows if states == "states8" else -(-rows // 8), sm_count * 64))
-    launch(sfn, (sgrid, 1, 1), BLOCK, 0, stream, [params], f"scan_{op}_{states}")
-    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
+    # the states and final passes start while the pass before drains (sm_90: scan.cu's chunk
+    # kernels wait for it in bc::pdl_wait)
+    dep = dependent_launches(module.arch)
+    launch(sfn, (sgrid, 1, 1), BLOCK, 0, stream, [params], f"scan_{op}_{states}", dependent=dep)
+    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel, dependent=dep)
     return f"{ch.layout}x{ch.nchunks}"
 
 

@@ -1473,21 +1473,33 @@ __device__ void scan_states(const Params& P) {
 #define BC_LB_KERNEL(op, MINB) \
   extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(op)
 
-// MINB: look-back kernels; RMINB: rows1 / rows8.
+// MINB: look-back kernels; RMINB: rows1 / rows8. The three-pass chunk kernels (rows1, rows8,
+// cols, states1, states8) wait for the previous kernel and let the next one launch (they run
+// as dependent launches on sm_90, launch_scan).
 #define BC_SCAN_ENTRIES(name, OP, MINB, RMINB)                                                            \
   BC_LB_KERNEL(scan_##name##_rows1, RMINB)(bc::scan::Params p) {                             \
+    bc::pdl_wait();                                                                     \
+    bc::pdl_launch_dependents();                                                        \
     bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                           \
   }                                                                                          \
   BC_LB_KERNEL(scan_##name##_rows8, RMINB)(bc::scan::Params p) {                             \
+    bc::pdl_wait();                                                                     \
+    bc::pdl_launch_dependents();                                                        \
     bc::scan::scan_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                           \
   }                                                                                          \
   BC_KERNEL(scan_##name##_cols, 256)(bc::scan::Params p) {                                   \
+    bc::pdl_wait();                                                                     \
+    bc::pdl_launch_dependents();                                                        \
     bc::scan::scan_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
   }                                                                                          \
   BC_KERNEL(scan_##name##_states1, 256)(bc::scan::Params p) {                                \
+    bc::pdl_wait();                                                                     \
+    bc::pdl_launch_dependents();                                                        \
     bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                         \
   }                                                                                          \
   BC_KERNEL(scan_##name##_states8, 256)(bc::scan::Params p) {                                \
+    bc::pdl_wait();                                                                     \
+    bc::pdl_launch_dependents();                                                        \
     bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                         \
   }                                                                                          \
   BC_LB_KERNEL(scan_##name##_lbrows, MINB)(bc::scan::Params p) {                                 \

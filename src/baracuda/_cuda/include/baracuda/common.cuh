@@ -20,6 +20,22 @@
 
 namespace bc {
 
+// Programmatic dependent launch (sm_90+; no-ops before). A kernel launched as dependent
+// (baracuda._cuda.launch, dependent=True) calls pdl_wait() before its first global memory
+// access: it returns once the stream's previous kernel has finished and its writes are
+// visible. pdl_launch_dependents() lets the next, dependent kernel start launching while
+// this one's blocks still run (it waits in pdl_wait).
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 typedef long long i64;
 constexpr int kMaxRank = 8;
 
