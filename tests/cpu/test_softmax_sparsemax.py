@@ -229,6 +229,55 @@ def test_register_variants_launch_a_block_per_row_group(monkeypatch: Any) -> Non
                 assert grids == [(op, grid, var.block)], (bits, rows, n, direction)
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("listed", [True, False])
+def test_split_launches(monkeypatch: pytest.MonkeyPatch, arch: str, listed: bool) -> None:
+    """Split rows run their kernels in order on a (pieces, rows) grid (the forward's tau on
+    one block a row); on sm_90 the backward's second kernel is a dependent launch. Pieces of
+    128 KiB or more list their support."""
+    from baracuda._cuda.view import TensorView
+    from baracuda.softmax import _rows
+
+    calls: list[tuple[str, tuple[int, int, int], bool]] = []
+
+    def fake_launch(fn: object, grid: tuple[int, int, int], block: int, smem: int,
+                    stream: object, args: object, name: str, *, dependent: bool = False,
+                    ) -> None:  # fmt: skip
+        assert block == _rows.SPLIT_BLOCK
+        calls.append((name, grid, dependent))
+
+    class FakeModule:
+        sm_count = 132
+        element = ElementKind.F32
+
+        def __init__(self) -> None:
+            self.arch = arch
+
+        def function(self, op: str, dynamic_smem: int = 0) -> str:
+            return op
+
+    monkeypatch.setattr(_rows, "launch", fake_launch)
+    monkeypatch.setattr(_rows, "SPLIT_LIST", listed)
+    mod: Any = FakeModule()
+    v = TensorView(256, (64, 131072), (131072, 1), (2, 32), 4, 0)
+    dep = arch == "sm_90"
+    split = row_split((64, 131072), 1, 132)
+    assert _rows.launch_rows(mod, "bwd", None, (v, v, v), 1, split, 4096) == "split4/vec16"
+    first, second = ("zero", "fix") if listed else ("sum", "write")  # pieces of 128 KiB
+    assert calls == [(f"sparsemax_bwd_split_{first}", (4, 64, 1), False),
+                     (f"sparsemax_bwd_split_{second}", (4, 64, 1), dep)]  # fmt: skip
+    calls.clear()
+    half = TensorView(256, (64, 131072), (131072, 1), (4, 16), 2, 0)  # bf16: 64 KiB pieces
+    _rows.launch_rows(mod, "bwd", None, (half, half, half), 1, split, 4096)
+    assert [c[0] for c in calls] == ["sparsemax_bwd_split_sum", "sparsemax_bwd_split_write"]
+    calls.clear()
+    fsplit = _rows.fwd_split((64, 131072), 1, 132)
+    assert _rows.launch_rows(mod, "fwd", None, (v, v), 1, fsplit, 4096) == "split16/vec16"
+    assert calls == [("sparsemax_fwd_split_scan", (16, 64, 1), False),
+                     ("sparsemax_fwd_split_tau", (64, 1, 1), False),
+                     ("sparsemax_fwd_split_write", (16, 64, 1), False)]  # fmt: skip
+
+
 def test_row_split_for_few_long_rows() -> None:
     # one wave of 2 blocks an SM: 264 blocks on 132 SMs, pieces of at least 8192 elements
     assert row_split((64, 131072), 1, 132) == RowSplit(64, 4, 32768)
@@ -248,7 +297,8 @@ def test_row_split_for_few_long_rows() -> None:
         assert (sp.pieces - 1) * sp.piece < shape[1] <= sp.pieces * sp.piece  # no empty piece
         assert sp.rows * sp.pieces <= max(2 * 114, 2 * sp.rows)
     sp = RowSplit(64, 8, 16384)
-    assert sp.workspace_size(ElementKind.BF16) == 64 * 8 * 4 + 64 * 8 * 8
+    # per piece: sum (acc), count (i64), listed support count (i32), 1024 listed positions
+    assert sp.workspace_size(ElementKind.BF16) == 64 * 8 * (4 + 8 + 4 + 1024 * 4)
     assert sp.count_offset(ElementKind.F64) % 16 == 0
 
 

@@ -197,6 +197,47 @@ def test_backward_many_rows(element: ElementKind, rows: int, n: int, pad: int,
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("layout", ["last", "first"])
+@pytest.mark.parametrize("in_place", ["out", "dx_is_dy", "dx_is_y"])
+def test_backward_split_support_lists(element: ElementKind, layout: str, in_place: str) -> None:
+    """Few long rows (split backward): each piece lists its support for the second kernel, up
+    to SPLIT_LIST_LEN positions; pieces whose support is wider are rescanned. Row 0 has pieces
+    far over the list, near it (about 1024 of 7696) and nearly empty; row 1 is all support;
+    row 2 has none; row 3 has one element. dx may be dy or y itself."""
+    rng = np.random.default_rng(7)
+    rows, n = 4, 100_003
+    dt = torch_dtype(element)
+    mask = np.zeros((rows, n), dtype=bool)
+    third = n // 3
+    mask[0, :third] = rng.random(third) < 0.5
+    mask[0, third : 2 * third] = rng.random(third) < 5 / 7696
+    mask[0, 2 * third :] = rng.random(n - 2 * third) < 1024 / 7696
+    mask[1] = True
+    mask[3, n // 2] = True
+    y64 = np.where(mask, rng.random((rows, n)) + 0.01, 0.0)
+    dy64 = rng.standard_normal((rows, n))
+    if layout == "first":  # the axis strided: scalar loads
+        y = torch.from_numpy(y64.T.copy()).to(dt).cuda().T
+        dy = torch.from_numpy(dy64.T.copy()).to(dt).cuda().T
+    else:
+        y = torch.from_numpy(y64).to(dt).cuda()
+        dy = torch.from_numpy(dy64).to(dt).cuda()
+    want = reference.sparsemax_backward(dy.to("cpu", torch.float64).numpy(),
+                                        y.to("cpu", torch.float64).numpy(), -1)  # fmt: skip
+    s = _stream()
+    plan = SparsemaxBackwardPlan.select(s, SparsemaxBackwardDescriptor((rows, n), -1, element))
+    assert plan.sku().variant.startswith("split")
+    if in_place == "dx_is_dy":
+        dx = dy
+    elif in_place == "dx_is_y":
+        dx = y
+    else:
+        dx = poisoned((n, rows), element).T if layout == "first" else poisoned((rows, n), element)
+    plan.run(s, Workspace.allocate(plan.workspace_size(), s), SparsemaxBackwardArgs(dy, y, dx))
+    _check(dx, want, element, f"split backward {layout} {in_place} ({plan.last_variant})")
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 @pytest.mark.parametrize("n", [7, 1000, 5000, 40000])
 def test_backward_matches_torch_autograd_of_sort_formula(element: ElementKind, n: int) -> None:
     x = torch.randn(6, n, dtype=torch.float64, requires_grad=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from baracuda._cuda.abi import shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
-from baracuda._cuda.launch import MAX_GRID_X, MAX_GRID_YZ, launch
+from baracuda._cuda.launch import MAX_GRID_X, MAX_GRID_YZ, dependent_launches, launch
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
@@ -96,6 +96,8 @@ SPARSEMAX_SOURCE = register_source(
             *(f"sparsemax_bwd_{name}_staged" for name in BWD_STAGED),
             "sparsemax_bwd_split_sum",
             "sparsemax_bwd_split_write",
+            "sparsemax_bwd_split_zero",
+            "sparsemax_bwd_split_fix",
             *(f"sparsemax_fwd_split_{k}" for k in ("scan", "tau", "write")),
         ),
     )
@@ -116,6 +118,18 @@ DY_WITH_Y = False
 
 SPLIT_BLOCK = 512
 
+# Switch: the split backward's first kernel writes dx off the support and lists each piece's
+# support (up to SPLIT_LIST_LEN positions, sparsemax.cu kSplitList); the second writes the
+# listed positions only (a piece whose support overflows is rescanned). False: the second
+# kernel rereads y and writes every element. Read at each launch.
+# Taken for pieces of at least SPLIT_LIST_MIN_BYTES: on the H100 (median us, listed vs not,
+# the second kernel a dependent launch) f32 64 x 131072 36.6 vs 40.2 and 16 x 2^20 61.5 vs
+# 77.5, bf16 16 x 2^20 38.1 vs 40.8 (pieces of 128 KiB), but bf16 64 x 131072 25.7 vs 24.8
+# (64 KiB).
+SPLIT_LIST = True
+SPLIT_LIST_LEN = 1024
+SPLIT_LIST_MIN_BYTES = 128 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class RowSplit:
@@ -126,12 +140,19 @@ class RowSplit:
     piece: int
 
     def workspace_size(self, element: ElementKind) -> int:
-        acc = 8 if element is ElementKind.F64 else 4
-        return _round16(self.rows * self.pieces * acc) + self.rows * self.pieces * 8
+        return self.list_offset(element) + self.rows * self.pieces * SPLIT_LIST_LEN * 4
 
     def count_offset(self, element: ElementKind) -> int:
         acc = 8 if element is ElementKind.F64 else 4
         return _round16(self.rows * self.pieces * acc)
+
+    def listed_offset(self, element: ElementKind) -> int:
+        """The support count of each piece (int32), after the (sum, count) pairs."""
+        return self.count_offset(element) + self.rows * self.pieces * 8
+
+    def list_offset(self, element: ElementKind) -> int:
+        """Each piece's support positions (``SPLIT_LIST_LEN`` int32 a piece)."""
+        return self.listed_offset(element) + _round16(self.rows * self.pieces * 4)
 
 
 FWD_SPLIT_PIECE = 8192  # elements per block of a split forward row (16 per thread, 512 threads)
@@ -259,19 +280,30 @@ def launch_rows(
         fws.append(ctypes.c_int64(split.pieces))
         sgrid = (min(split.pieces, MAX_GRID_X), min(rows, MAX_GRID_YZ), 1)
         tgrid = (min(rows, MAX_GRID_X), 1, 1)
+        # not dependent launches: on the H100 they were slower here (64 x 131072 f32 78.1 vs
+        # 73.6 us, 16 x 2^20 269.9 vs 239.9 us)
         for part, g in (("scan", sgrid), ("tau", tgrid), ("write", sgrid)):
             op = f"sparsemax_{direction}_split_{part}"
             launch(module.function(op), g, SPLIT_BLOCK, 0, stream, [*args, *fws], op)
         return f"split{split.pieces}{'/vec16' if vec else ''}"
     if split is not None:
         element = module.element
-        ws = [ctypes.c_uint64(workspace_ptr),
-              ctypes.c_uint64(workspace_ptr + split.count_offset(element)),
-              ctypes.c_int64(split.piece), ctypes.c_int64(split.pieces)]  # fmt: skip
+        ws: list[object] = [ctypes.c_uint64(workspace_ptr),
+              ctypes.c_uint64(workspace_ptr + split.count_offset(element))]  # fmt: skip
+        parts = ("sum", "write")
+        if SPLIT_LIST and split.piece * views[0].itemsize >= SPLIT_LIST_MIN_BYTES:
+            parts = ("zero", "fix")
+            ws += [ctypes.c_uint64(workspace_ptr + split.listed_offset(element)),
+                   ctypes.c_uint64(workspace_ptr + split.list_offset(element))]  # fmt: skip
+            if views[2].ptr == views[1].ptr:  # dx is y: the first kernel keeps y on the support
+                args[-1] = ctypes.c_int32(flags | 4)
+        ws += [ctypes.c_int64(split.piece), ctypes.c_int64(split.pieces)]
         sgrid = (min(split.pieces, MAX_GRID_X), min(rows, MAX_GRID_YZ), 1)
-        for part in ("sum", "write"):
+        dep = dependent_launches(module.arch)
+        for part in parts:
             op = f"sparsemax_{direction}_split_{part}"
-            launch(module.function(op), sgrid, SPLIT_BLOCK, 0, stream, [*args, *ws], op)
+            launch(module.function(op), sgrid, SPLIT_BLOCK, 0, stream, [*args, *ws], op,
+                   dependent=dep and part == parts[1])  # fmt: skip
         return f"split{split.pieces}{'/vec16' if vec else ''}"
     op = f"sparsemax_{direction}_{var.name}"
     staged = (direction == "bwd" and var.name in BWD_STAGED

@@ -1054,6 +1054,121 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
   }
 }
 
+// Split rows, listed support: bwd_split_zero streams a piece once, writes dx = 0 off the
+// support (and dy on it, or y where dx is y: `flags` bit 2, so an in-place rescan still finds
+// the support), writes the piece's (sum, count) and lists the piece's support positions (up to
+// kSplitList, in any order; ws_n holds the true count). bwd_split_fix then writes dy - mean at
+// the listed positions only, or rescans a piece whose support overflowed its list.
+constexpr int kSplitList = 1024;
+
+template <typename T, typename A>
+__device__ __forceinline__ void bwd_split_zero(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+                                               const Shape& outer, const Strides& sdyo,
+                                               const Strides& syo, const Strides& sdxo, i64 sdy,
+                                               i64 sy, i64 sdx, int flags, A* ws_s, i64* ws_c,
+                                               int* ws_n, int* ws_list, i64 len, i64 pieces) {
+  const bool vec = flags & 1, dy_all = flags & 2, keep_y = flags & 4;
+  constexpr int LV = Vec16<T>::kLanes;
+  __shared__ int list_sh[kSplitList];
+  __shared__ int n_sh;
+  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    Coord cd;
+    unravel(r, outer, cd);
+    for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
+      if (threadIdx.x == 0) n_sh = 0;
+      __syncthreads();
+      const i64 b = p * len;
+      const i64 m = min(len, n - b);
+      const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
+      const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
+      T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
+      A s = 0;
+      i64 cnt = 0;
+      auto note = [&](i64 e, A g) {
+        s += g;
+        ++cnt;
+        const int k = atomicAdd(&n_sh, 1);
+        if (k < kSplitList) list_sh[k] = (int)e;
+      };
+      auto visit1 = [&](i64 e, A v, A g) {
+        const bool on = v > A(0);
+        dxr[e * sdx] = from_acc<T>(on ? (keep_y ? v : g) : A(0));
+        if (on) note(e, g);
+      };
+      if (vec) {
+        bwd_row_stream<LV, T, A>(
+            dyr, yr, m, sdy, sy, dy_all, false,
+            [&](i64 e0, const A(&v)[LV], const A(&g)[LV], bool any) {
+              A o[LV];
+#pragma unroll
+              for (int l = 0; l < LV; ++l) {
+                const bool on = any && v[l] > A(0);
+                o[l] = on ? (keep_y ? v[l] : g[l]) : A(0);
+                if (on) note(e0 + l, g[l]);
+              }
+              st16cs<T, A, LV>(dxr + e0, o);
+            },
+            visit1);
+      } else {
+        bwd_row_stream<1, T, A>(dyr, yr, m, sdy, sy, dy_all, false,
+                                [&](i64, const A(&)[1], const A(&)[1], bool) {}, visit1);
+      }
+      group_sum2<kStreamBlock>(s, cnt);
+      __syncthreads();
+      const int k = n_sh;
+      int* list = ws_list + (r * pieces + p) * kSplitList;
+      for (int i = threadIdx.x; i < min(k, kSplitList); i += blockDim.x) list[i] = list_sh[i];
+      if (threadIdx.x == 0) {
+        ws_s[r * pieces + p] = s;
+        ws_c[r * pieces + p] = cnt;
+        ws_n[r * pieces + p] = k;
+      }
+      __syncthreads();  // n_sh and list_sh are reset by the next piece
+    }
+  }
+}
+
+template <typename T, typename A>
+__device__ __forceinline__ void bwd_split_fix(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+                                              const Shape& outer, const Strides& sdyo,
+                                              const Strides& syo, const Strides& sdxo, i64 sdy,
+                                              i64 sy, i64 sdx, int flags, const A* ws_s,
+                                              const i64* ws_c, const int* ws_n,
+                                              const int* ws_list, i64 len, i64 pieces) {
+  const bool vec = flags & 1, dy_all = flags & 2;
+  constexpr int LV = Vec16<T>::kLanes;
+  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    Coord cd;
+    unravel(r, outer, cd);
+    A s = 0;
+    i64 cnt = 0;
+    for (i64 p = threadIdx.x; p < pieces; p += blockDim.x) {
+      s += ws_s[r * pieces + p];
+      cnt += ws_c[r * pieces + p];
+    }
+    const A mean = group_mean<kStreamBlock>(s, cnt);
+    for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
+      const i64 b = p * len;
+      const i64 m = min(len, n - b);
+      const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
+      const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
+      T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
+      const int k = ws_n[r * pieces + p];
+      if (k <= kSplitList) {
+        const int* list = ws_list + (r * pieces + p) * kSplitList;
+        for (int i = threadIdx.x; i < k; i += blockDim.x) {
+          const i64 e = list[i];
+          dxr[e * sdx] = from_acc<T>(to_acc(dyr[e * sdy]) - mean);
+        }
+      } else if (vec) {
+        bwd_row_write<LV, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
+      } else {
+        bwd_row_write<1, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
+      }
+    }
+  }
+}
+
 }  // namespace smx
 }  // namespace bc
 
@@ -1139,10 +1254,24 @@ SMX_KERNEL(sparsemax_bwd_stream, 512, 2)(SMX_BWD_ARGS) {
 // Workspace: pieces * rows accumulators, then pieces * rows counts (i64), 16-byte aligned.
 SMX_KERNEL(sparsemax_bwd_split_sum, 512, 2)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64* ws_c, bc::i64 len,
                                         bc::i64 pieces) {
+  bc::pdl_launch_dependents();
   bc::smx::bwd_split_sum<BC_T, BC_ACC>(dy, y, rows, n, outer, sdyo, syo, sdy, sy, vec, ws_s,
                                        ws_c, len, pieces);
 }
 SMX_KERNEL(sparsemax_bwd_split_write, 512, 2)(SMX_BWD_ARGS, const BC_ACC* ws_s, const bc::i64* ws_c,
                                           bc::i64 len, bc::i64 pieces) {
+  bc::pdl_wait();
   bc::smx::bwd_split_write<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, len, pieces);
+}
+// Listed support: then ws_n (int per piece) and ws_list (kSplitList ints per piece).
+SMX_KERNEL(sparsemax_bwd_split_zero, 512, 2)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64* ws_c, int* ws_n,
+                                         int* ws_list, bc::i64 len, bc::i64 pieces) {
+  bc::pdl_launch_dependents();
+  bc::smx::bwd_split_zero<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, ws_n, ws_list, len, pieces);
+}
+SMX_KERNEL(sparsemax_bwd_split_fix, 512, 2)(SMX_BWD_ARGS, const BC_ACC* ws_s, const bc::i64* ws_c,
+                                        const int* ws_n, const int* ws_list, bc::i64 len,
+                                        bc::i64 pieces) {
+  bc::pdl_wait();
+  bc::smx::bwd_split_fix<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, ws_n, ws_list, len, pieces);
 }
