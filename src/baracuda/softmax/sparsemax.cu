@@ -987,6 +987,14 @@ __device__ __forceinline__ void bwd_stream(const T* dy, const T* y, T* dx, i64 r
   }
 }
 
+// Split rows, listed support: bwd_split_zero streams a piece once, writes dx = 0 off the
+// support (and dy on it, or y where dx is y: `flags` bit 2, so an in-place rescan still finds
+// the support), writes the piece's (sum, count) and lists the piece's support positions (up to
+// kSplitList, in any order; ws_n holds the true count). bwd_split_write, given the lists
+// (entry sparsemax_bwd_split_fix), then writes dy - mean at the listed positions only, or
+// rescans a piece whose support overflowed its list.
+constexpr int kSplitList = 1024;
+
 // Split rows (few long rows): block (piece, row) covers elements [piece * len, +len) of a row.
 // bwd_split_sum writes each piece's (sum, count) to the workspace; bwd_split_write reduces a
 // row's pieces in piece order (deterministic) and writes dx for its piece. `len` is a
@@ -1026,7 +1034,8 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
                                                 const Shape& outer, const Strides& sdyo,
                                                 const Strides& syo, const Strides& sdxo,
                                                 i64 sdy, i64 sy, i64 sdx, int flags,
-                                                const A* ws_s, const i64* ws_c, i64 len,
+                                                const A* ws_s, const i64* ws_c,
+                                                const int* ws_n, const int* ws_list, i64 len,
                                                 i64 pieces) {
   const bool vec = flags & 1, dy_all = flags & 2;
   constexpr int LV = Vec16<T>::kLanes;
@@ -1046,20 +1055,22 @@ __device__ __forceinline__ void bwd_split_write(const T* dy, const T* y, T* dx, 
       const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
       const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
       T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
-      if (vec)
+      const int k = ws_n != nullptr ? ws_n[r * pieces + p] : kSplitList + 1;
+      if (k <= kSplitList) {  // listed support (bwd_split_zero): only those positions
+        const int* list = ws_list + (r * pieces + p) * kSplitList;
+        for (int i = threadIdx.x; i < k; i += blockDim.x) {
+          const i64 e = list[i];
+          dxr[e * sdx] = from_acc<T>(to_acc(dyr[e * sdy]) - mean);
+        }
+      } else if (vec) {
         bwd_row_write<LV, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
-      else
+      } else {
         bwd_row_write<1, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
+      }
     }
   }
 }
 
-// Split rows, listed support: bwd_split_zero streams a piece once, writes dx = 0 off the
-// support (and dy on it, or y where dx is y: `flags` bit 2, so an in-place rescan still finds
-// the support), writes the piece's (sum, count) and lists the piece's support positions (up to
-// kSplitList, in any order; ws_n holds the true count). bwd_split_fix then writes dy - mean at
-// the listed positions only, or rescans a piece whose support overflowed its list.
-constexpr int kSplitList = 1024;
 
 template <typename T, typename A>
 __device__ __forceinline__ void bwd_split_zero(const T* dy, const T* y, T* dx, i64 rows, i64 n,
@@ -1124,47 +1135,6 @@ __device__ __forceinline__ void bwd_split_zero(const T* dy, const T* y, T* dx, i
         ws_n[r * pieces + p] = k;
       }
       __syncthreads();  // n_sh and list_sh are reset by the next piece
-    }
-  }
-}
-
-template <typename T, typename A>
-__device__ __forceinline__ void bwd_split_fix(const T* dy, const T* y, T* dx, i64 rows, i64 n,
-                                              const Shape& outer, const Strides& sdyo,
-                                              const Strides& syo, const Strides& sdxo, i64 sdy,
-                                              i64 sy, i64 sdx, int flags, const A* ws_s,
-                                              const i64* ws_c, const int* ws_n,
-                                              const int* ws_list, i64 len, i64 pieces) {
-  const bool vec = flags & 1, dy_all = flags & 2;
-  constexpr int LV = Vec16<T>::kLanes;
-  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
-    Coord cd;
-    unravel(r, outer, cd);
-    A s = 0;
-    i64 cnt = 0;
-    for (i64 p = threadIdx.x; p < pieces; p += blockDim.x) {
-      s += ws_s[r * pieces + p];
-      cnt += ws_c[r * pieces + p];
-    }
-    const A mean = group_mean<kStreamBlock>(s, cnt);
-    for (i64 p = blockIdx.x; p < pieces; p += gridDim.x) {
-      const i64 b = p * len;
-      const i64 m = min(len, n - b);
-      const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
-      const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
-      T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
-      const int k = ws_n[r * pieces + p];
-      if (k <= kSplitList) {
-        const int* list = ws_list + (r * pieces + p) * kSplitList;
-        for (int i = threadIdx.x; i < k; i += blockDim.x) {
-          const i64 e = list[i];
-          dxr[e * sdx] = from_acc<T>(to_acc(dyr[e * sdy]) - mean);
-        }
-      } else if (vec) {
-        bwd_row_write<LV, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
-      } else {
-        bwd_row_write<1, T, A>(dyr, yr, dxr, m, sdy, sy, sdx, dy_all, mean);
-      }
     }
   }
 }
@@ -1261,7 +1231,8 @@ SMX_KERNEL(sparsemax_bwd_split_sum, 512, 2)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64*
 SMX_KERNEL(sparsemax_bwd_split_write, 512, 2)(SMX_BWD_ARGS, const BC_ACC* ws_s, const bc::i64* ws_c,
                                           bc::i64 len, bc::i64 pieces) {
   bc::pdl_wait();
-  bc::smx::bwd_split_write<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, len, pieces);
+  bc::smx::bwd_split_write<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, nullptr, nullptr, len,
+                                         pieces);
 }
 // Listed support: then ws_n (int per piece) and ws_list (kSplitList ints per piece).
 SMX_KERNEL(sparsemax_bwd_split_zero, 512, 2)(SMX_BWD_ARGS, BC_ACC* ws_s, bc::i64* ws_c, int* ws_n,
@@ -1273,5 +1244,5 @@ SMX_KERNEL(sparsemax_bwd_split_fix, 512, 2)(SMX_BWD_ARGS, const BC_ACC* ws_s, co
                                         const int* ws_n, const int* ws_list, bc::i64 len,
                                         bc::i64 pieces) {
   bc::pdl_wait();
-  bc::smx::bwd_split_fix<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, ws_n, ws_list, len, pieces);
+  bc::smx::bwd_split_write<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, ws_n, ws_list, len, pieces);
 }
