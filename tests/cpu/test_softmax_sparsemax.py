@@ -165,19 +165,23 @@ def test_michelot_model_equals_sort_reference(kind: str, n: int, cap: int | None
 
 
 def test_variant_table() -> None:
-    fwd = {1: "4x32", 128: "4x32", 129: "8x32", 256: "8x32", 257: "16x32", 512: "16x32",
+    fwd = {1: "8x1", 8: "8x1", 9: "8x2", 16: "8x2", 17: "8x4", 32: "8x4", 33: "8x8", 64: "8x8",
+           65: "8x16", 128: "8x16", 129: "8x32",
+           256: "8x32", 257: "16x32", 512: "16x32",
            513: "32x32", 1024: "32x32", 1025: "16x128",
            2048: "16x128", 2049: "16x256", 4096: "16x256", 4097: "16x512", 8192: "16x512",
            8193: "stream", 2**40: "stream"}  # fmt: skip
     assert {n: variant_for(n).name for n in fwd} == fwd
-    bwd = {1: "4x32", 128: "4x32", 129: "8x32", 256: "8x32", 257: "16x32", 512: "16x32",
+    bwd = {1: "8x1", 8: "8x1", 9: "8x2", 16: "8x2", 17: "8x4", 32: "8x4", 33: "8x8", 64: "8x8",
+           65: "8x16", 128: "8x16", 129: "8x32",
+           256: "8x32", 257: "16x32", 512: "16x32",
            513: "16x64", 1024: "16x64",
            1025: "16x128", 2048: "16x128", 2049: "16x256", 4096: "16x256", 4097: "16x512",
            8192: "16x512", 8193: "stream"}  # fmt: skip
     assert {n: variant_for(n, "bwd").name for n in bwd} == bwd
     for table in (VARIANTS, BWD_VARIANTS):
-        # a group is a warp or the whole block (group reductions); past 1024, a row uses more
-        # than half of its group's threads (the smallest variant that holds it)
+        # a group is aligned lanes of a warp or the whole block (group reductions); past
+        # 1024, a row uses more than half of its group's threads (the smallest that holds it)
         assert all(v.block % v.group == 0 and (v.group <= 32 or v.group == v.block)
                    for v in table)  # fmt: skip
         sized = [v for v in table if v.per_thread]

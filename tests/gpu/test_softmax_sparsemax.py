@@ -29,9 +29,11 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 ELEMENTS = list(ElementKind)
-# the lengths, plus one inside each register variant's range the others miss (200:
-# 8x32, 300: 16x32, 2500: 16x256, 6000 and 8192: 16x512)
-LENGTHS = [1, 2, 7, 200, 300, 1000, 1024, 1025, 2500, 4096, 6000, 8192, 32000, 131072, 2**20]
+# the lengths (1, 2, 7: 8x1), plus one inside each register variant's range the others
+# miss (8: 8x1, 13: 8x2, 30: 8x4, 33 and 64: 8x8, 100 and 128: 8x16, 200: 8x32, 300: 16x32,
+# 2500: 16x256, 6000 and 8192: 16x512)
+LENGTHS = [1, 2, 7, 8, 13, 30, 33, 64, 100, 128, 200, 300, 1000, 1024, 1025, 2500, 4096, 6000,
+           8192, 32000, 131072, 2**20]  # fmt: skip
 LAYOUTS = ["last", "first", "middle", "strided", "offset"]
 
 
@@ -172,7 +174,9 @@ def test_backward(element: ElementKind, n: int, layout: str) -> None:
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
-@pytest.mark.parametrize(("rows", "n", "pad"), [(9000, 100, 0), (20000, 500, 2), (20000, 1000, 0),
+@pytest.mark.parametrize(("rows", "n", "pad"), [(30001, 5, 3), (20000, 16, 0), (7777, 29, 3),
+                                                (12345, 40, 0), (9000, 100, 0),
+                                                (20000, 500, 2), (20000, 1000, 0),
                                                 (7000, 1020, 4), (5000, 2040, 0), (3000, 3001, 1),
                                                 (1500, 8190, 2), (700, 8192, 0)])  # fmt: skip
 @pytest.mark.parametrize("in_place", [False, True], ids=["out", "dx_is_dy"])

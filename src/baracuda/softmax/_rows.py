@@ -38,7 +38,8 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Variant:
     """A kernel variant: ``per_thread`` values per thread in registers, ``group`` threads per
-    row (a warp or the block), ``block`` threads per block; ``max_n`` 0 means any length."""
+    row (1-32 aligned lanes of a warp, or the block), ``block`` threads per block; ``max_n`` 0
+    means any length."""
 
     name: str
     per_thread: int
@@ -58,8 +59,16 @@ class Variant:
 # takes the smallest variant that holds it, so past 1024 elements at most half of its group's
 # threads idle: a row of 2048 on the 512-thread variant left three quarters of them idle and
 # took 2-4x longer.
+# Rows of up to 128 take a thread or a group of 2-16 lanes of a warp, 8 values a lane (one
+# 16-byte vector of a 2-byte type). A warp of 4 values a lane took every row up to 128 before:
+# on the H100 its bf16 backward over 262144 x 128 took 196.4 us (8x16: 83.2), over
+# 1048576 x 32 610.7 us (8x4: 85.1); 4 values a lane left bf16 on scalar loads.
 VARIANTS: tuple[Variant, ...] = (
-    Variant("4x32", 4, 32, 256),
+    Variant("8x1", 8, 1, 256),
+    Variant("8x2", 8, 2, 256),
+    Variant("8x4", 8, 4, 256),
+    Variant("8x8", 8, 8, 256),
+    Variant("8x16", 8, 16, 256),
     Variant("8x32", 8, 32, 256),
     Variant("16x32", 16, 32, 256),
     Variant("32x32", 32, 32, 256),
@@ -72,9 +81,9 @@ VARIANTS: tuple[Variant, ...] = (
 # per row up to 512, then a block of 64-512 threads per row. Over 32768 x 1024 on the H100
 # a warp of 32 values per row was slower (f32 131.9 vs 120.1 us, bf16 84.9 vs 81.4 us).
 BWD_VARIANTS: tuple[Variant, ...] = (
-    *VARIANTS[:3],  # 4x32, 8x32, 16x32
+    *VARIANTS[:7],  # 8x1 to 8x32, 16x32
     Variant("16x64", 16, 64, 64),
-    *VARIANTS[4:],  # 16x128, 16x256, 16x512, stream
+    *VARIANTS[8:],  # 16x128, 16x256, 16x512, stream
 )
 
 # The backward variants that run their staged kernel (sparsemax.cu bwd_reg_staged, entry

@@ -15,11 +15,13 @@ __all__ = ["check_cases", "bench_cases", "TOLERANCE", "torch_sparsemax_sort", "m
 TOLERANCE = {ElementKind.F32: 2e-5, ElementKind.F16: 2e-3, ElementKind.BF16: 1e-2,
              ElementKind.F64: 1e-12}  # fmt: skip
 
-# Row lengths that reach every register variant (forward 4x32, 32x32, 16x128, 16x256,
-# 16x512; backward 4x32, 16x32, 16x64, 16x128, 16x256, 16x512) and streaming (with a
-# candidate list that fits, and one that does not).
-_CHECK_SHAPES = ((33, 7), (11, 300), (19, 1000), (9, 2000), (7, 2500), (5, 5000), (3, 40000))
-_CHECK_KINDS = ("ties", "normal", "inf", "ties", "inf", "normal", "flat")
+# Row lengths that reach every register variant (forward 8x1, 8x2, 8x4, 8x8, 8x16, 8x32, 16x32,
+# 32x32, 16x128, 16x256, 16x512; backward the same to 16x32, then 16x64 and up) and streaming
+# (with a candidate list that fits, and one that does not).
+_CHECK_SHAPES = ((33, 7), (40, 13), (23, 30), (13, 50), (21, 100), (9, 200), (11, 300),
+                 (19, 1000), (9, 2000), (7, 2500), (5, 5000), (3, 40000))  # fmt: skip
+_CHECK_KINDS = ("ties", "inf", "normal", "normal", "inf", "ties", "normal", "inf", "ties", "inf",
+                "normal", "flat")  # fmt: skip
 
 
 def make_rows(rng: Any, shape: tuple[int, ...], kind: str = "normal") -> Any:

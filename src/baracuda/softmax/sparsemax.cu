@@ -33,19 +33,41 @@ __device__ __forceinline__ bool finite(A a) {
   return a - a == A(0);  // false for NaN and +-inf
 }
 
-template <typename A>
-__device__ __forceinline__ A warp_nan_max(A x) {
+// The lanes of this thread's group of W <= 32 aligned lanes (W a power of two; W == 1: a
+// thread alone, no shuffle). Groups
+// narrower than a warp may leave their row loops and Michelot iterations at different
+// times, so their shuffles name their own lanes only.
+template <int W>
+__device__ __forceinline__ unsigned lanes_mask() {
+  if constexpr (W >= 32)
+    return 0xffffffffu;
+  else
+    return ((1u << W) - 1u) << (lane_id() & ~(unsigned)(W - 1));
+}
+
+// Butterfly reductions over groups of W <= 32 aligned lanes (every lane gets the result).
+template <int W, typename A>
+__device__ __forceinline__ A lanes_nan_max(A x) {
+  const unsigned mask = lanes_mask<W>();
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x = nan_max(x, __shfl_xor_sync(0xffffffffu, x, o));
+  for (int o = W / 2; o > 0; o >>= 1) x = nan_max(x, __shfl_xor_sync(mask, x, o));
+  return x;
+}
+template <int W, typename A>
+__device__ __forceinline__ A lanes_sum(A x) {
+  const unsigned mask = lanes_mask<W>();
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
   return x;
 }
 
-// Reductions over a group of G threads: a warp (G == 32) or the whole block (G == blockDim).
-// Every thread of the group must call them; every thread gets the result. Block versions
-// sum the per-warp partials in warp order, so results do not depend on scheduling.
+// Reductions over a group of G threads: aligned lanes of a warp (G <= 32) or the whole block
+// (G == blockDim). Every thread of the group must call them; every thread gets the result.
+// Block versions sum the per-warp partials in warp order, so results do not depend on
+// scheduling.
 template <int G, typename A>
 __device__ __forceinline__ A group_max(A x) {
-  x = warp_nan_max(x);
+  x = lanes_nan_max<(G < 32 ? G : 32)>(x);
   if constexpr (G > 32) {
     __shared__ A scratch[32];
     __syncthreads();
@@ -59,8 +81,8 @@ __device__ __forceinline__ A group_max(A x) {
 
 template <int G, typename A>
 __device__ __forceinline__ void group_sum2(A& s, i64& c) {
-  s = warp_sum(s);
-  c = warp_sum_i64(c);
+  s = lanes_sum<(G < 32 ? G : 32)>(s);
+  c = lanes_sum<(G < 32 ? G : 32)>(c);
   if constexpr (G > 32) {
     __shared__ A ss[32];
     __shared__ i64 sc[32];
@@ -1158,8 +1180,20 @@ __device__ __forceinline__ void bwd_split_zero(const T* dy, const T* y, T* dx, i
       bc::i64 sdx, int vec /* bit 0: 16-byte vectors; bit 1: load dy beside y */
 #define SMX_BWD_PASS dy, y, dx, rows, n, outer, sdyo, syo, sdxo, sdy, sy, sdx, vec
 
-BC_KERNEL(sparsemax_fwd_4x32, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 4, 32, 256>(SMX_FWD_PASS);
+BC_KERNEL(sparsemax_fwd_8x1, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 1, 256>(SMX_FWD_PASS);
+}
+BC_KERNEL(sparsemax_fwd_8x2, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 2, 256>(SMX_FWD_PASS);
+}
+BC_KERNEL(sparsemax_fwd_8x4, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 4, 256>(SMX_FWD_PASS);
+}
+BC_KERNEL(sparsemax_fwd_8x8, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 8, 256>(SMX_FWD_PASS);
+}
+BC_KERNEL(sparsemax_fwd_8x16, 256)(SMX_FWD_ARGS) {
+  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 16, 256>(SMX_FWD_PASS);
 }
 BC_KERNEL(sparsemax_fwd_8x32, 256)(SMX_FWD_ARGS) {
   bc::smx::fwd_reg<BC_T, BC_ACC, 8, 32, 256>(SMX_FWD_PASS);
@@ -1205,7 +1239,11 @@ BC_KERNEL(sparsemax_fwd_split_write, 512)(SMX_FWD_ARGS, BC_ACC* ws_max, int* ws_
   (SMX_BWD_ARGS) {                                                                           \
     bc::smx::bwd_reg<BC_T, BC_ACC, K, G, BLOCK>(SMX_BWD_PASS);                               \
   }
-SMX_BWD_REG(4x32, 4, 32, 256)
+SMX_BWD_REG(8x1, 8, 1, 256)
+SMX_BWD_REG(8x2, 8, 2, 256)
+SMX_BWD_REG(8x4, 8, 4, 256)
+SMX_BWD_REG(8x8, 8, 8, 256)
+SMX_BWD_REG(8x16, 8, 16, 256)
 SMX_BWD_REG(8x32, 8, 32, 256)
 SMX_BWD_REG(16x32, 16, 32, 256)
 SMX_BWD_REG(16x64, 16, 64, 64)

@@ -133,8 +133,9 @@ class SparsemaxPlan(SparsemaxPlanBase[SparsemaxDescriptor, SparsemaxArgs]):
     Algorithm: no sort. ``tau`` by Michelot's fixed point from ``tau0 = -1``:
     ``tau <- (sum_{z > tau} z - 1) / |{z > tau}|``; it rises monotonically and stops exactly
     when the support stops changing (at most n + 1 steps; a handful in practice). Rows of
-    <= 8192 elements stay in registers (a warp per row up to 1024, then a block of 128, 256 or 512
-    threads, the smallest that holds the row); longer rows take one block each, re-read from
+    <= 8192 elements stay in registers (a thread per row up to 8, a group of 2-16 lanes up to
+    128, a warp up to 1024, then a block of 128, 256 or 512 threads, the smallest that holds
+    the row); longer rows take one block each, re-read from
     global memory (L2), with the candidates ``z > -1`` compacted into shared memory once they
     fit (4096 of them). When such rows are too few to fill the GPU (fewer than 2 per SM), each
     is cut into pieces of 8192 elements, one block each, in three kernels: per piece the max and

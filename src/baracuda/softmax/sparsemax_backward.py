@@ -47,7 +47,8 @@ class SparsemaxBackwardPlan(SparsemaxPlanBase[SparsemaxBackwardDescriptor, Spars
     its values, NaN included, do not matter; a row with an empty support (NaN ``y``) gets 0.
 
     Layout: rows of <= 8192 elements are read once into registers, on the smallest variant
-    that holds them (a warp per row up to 512, a block of 64-512 threads up to 8192), each
+    that holds them (a thread per row up to 8, a group of 2-16 lanes up to 128, a warp up to
+    512, a block of 64-512 threads up to 8192), each
     thread keeping the support as a bit mask and loading ``dy`` again on it for the write;
     for f32/f64 rows of 513-1024 and 4097-8192 the staged kernel keeps ``dy`` in registers
     instead and copies the next row's ``y`` to shared memory while the current one is
