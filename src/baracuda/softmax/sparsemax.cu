@@ -1180,39 +1180,24 @@ __device__ __forceinline__ void bwd_split_zero(const T* dy, const T* y, T* dx, i
       bc::i64 sdx, int vec /* bit 0: 16-byte vectors; bit 1: load dy beside y */
 #define SMX_BWD_PASS dy, y, dx, rows, n, outer, sdyo, syo, sdxo, sdy, sy, sdx, vec
 
-BC_KERNEL(sparsemax_fwd_8x1, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 1, 256>(SMX_FWD_PASS);
-}
-BC_KERNEL(sparsemax_fwd_8x2, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 2, 256>(SMX_FWD_PASS);
-}
-BC_KERNEL(sparsemax_fwd_8x4, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 4, 256>(SMX_FWD_PASS);
-}
-BC_KERNEL(sparsemax_fwd_8x8, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 8, 256>(SMX_FWD_PASS);
-}
-BC_KERNEL(sparsemax_fwd_8x16, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 16, 256>(SMX_FWD_PASS);
-}
-BC_KERNEL(sparsemax_fwd_8x32, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 8, 32, 256>(SMX_FWD_PASS);
-}
-SMX_KERNEL(sparsemax_fwd_16x32, 256, 4)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 32, 256>(SMX_FWD_PASS);
-}
-BC_KERNEL(sparsemax_fwd_32x32, 256)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 32, 32, 256>(SMX_FWD_PASS);
-}
-SMX_KERNEL(sparsemax_fwd_16x128, 128, 8)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 128, 128>(SMX_FWD_PASS);
-}
-SMX_KERNEL(sparsemax_fwd_16x256, 256, 4)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 256, 256>(SMX_FWD_PASS);
-}
-SMX_KERNEL(sparsemax_fwd_16x512, 512, 2)(SMX_FWD_ARGS) {
-  bc::smx::fwd_reg<BC_T, BC_ACC, 16, 512, 512>(SMX_FWD_PASS);
-}
+// Register variants of the forward; the arguments after BLOCK are its launch bounds (threads
+// and, where given, the blocks an SM they are sized for).
+#define SMX_FWD_REG(name, K, G, BLOCK, ...)                                                  \
+  extern "C" __global__ void __launch_bounds__(__VA_ARGS__)                                  \
+      BC_ENTRY(sparsemax_fwd_##name)(SMX_FWD_ARGS) {                                         \
+    bc::smx::fwd_reg<BC_T, BC_ACC, K, G, BLOCK>(SMX_FWD_PASS);                               \
+  }
+SMX_FWD_REG(8x1, 8, 1, 256, 256)
+SMX_FWD_REG(8x2, 8, 2, 256, 256)
+SMX_FWD_REG(8x4, 8, 4, 256, 256)
+SMX_FWD_REG(8x8, 8, 8, 256, 256)
+SMX_FWD_REG(8x16, 8, 16, 256, 256)
+SMX_FWD_REG(8x32, 8, 32, 256, 256)
+SMX_FWD_REG(16x32, 16, 32, 256, 256, 4)
+SMX_FWD_REG(32x32, 32, 32, 256, 256)
+SMX_FWD_REG(16x128, 16, 128, 128, 128, 8)
+SMX_FWD_REG(16x256, 16, 256, 256, 256, 4)
+SMX_FWD_REG(16x512, 16, 512, 512, 512, 2)
 BC_KERNEL(sparsemax_fwd_stream, 512)(SMX_FWD_ARGS) {
   bc::smx::fwd_stream<BC_T, BC_ACC>(SMX_FWD_PASS);
 }
