@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 from baracuda._cuda.launch import _offsets
 
 
@@ -17,3 +19,27 @@ def test_packed_offsets_follow_c_layout() -> None:
     struct.pack_into("@QQQfq", buf, 0, 1, 2, 3, 0.5, 7)
     assert struct.unpack_from("<f", buf, 24)[0] == 0.5
     assert struct.unpack_from("<q", buf, 32)[0] == 7
+
+
+def test_dependent_launches_on_hopper_and_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    from baracuda._cuda import launch
+
+    assert [launch.dependent_launches(a) for a in ("sm_80", "sm_86", "sm_89")] == [False] * 3
+    assert [launch.dependent_launches(a) for a in ("sm_90", "sm_90a", "sm_100", "sm_120f")] == [
+        True
+    ] * 4
+    monkeypatch.setattr(launch, "DEPENDENT_LAUNCH", False)
+    assert not launch.dependent_launches("sm_90")
+
+
+def test_dependent_launch_attribute() -> None:
+    """The launch attribute asks for programmatic stream serialization (cuda.bindings only;
+    no GPU needed to build it)."""
+    pytest.importorskip("cuda.bindings")
+    from baracuda._cuda.driver import driver
+    from baracuda._cuda.launch import _pdl_attrs
+
+    (attr,) = _pdl_attrs()
+    drv = driver()
+    assert attr.id == drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert attr.value.programmaticStreamSerializationAllowed == 1
