@@ -79,13 +79,15 @@ __device__ __forceinline__ A group_max(A x) {
   return x;
 }
 
-template <int G, typename A>
-__device__ __forceinline__ void group_sum2(A& s, i64& c) {
+// A sum and a count; C = int where the count fits (rows in registers: one 32-bit shuffle a
+// step instead of two), i64 for streamed rows.
+template <int G, typename A, typename C>
+__device__ __forceinline__ void group_sum2(A& s, C& c) {
   s = lanes_sum<(G < 32 ? G : 32)>(s);
   c = lanes_sum<(G < 32 ? G : 32)>(c);
   if constexpr (G > 32) {
     __shared__ A ss[32];
-    __shared__ i64 sc[32];
+    __shared__ C sc[32];
     __syncthreads();
     if (lane_id() == 0) {
       ss[threadIdx.x >> 5] = s;
@@ -103,8 +105,8 @@ __device__ __forceinline__ void group_sum2(A& s, i64& c) {
 
 // The group's sum of `s` over its `cnt` support elements, divided by their count (0 for an
 // empty support): the backward's mean of dy over the support.
-template <int G, typename A>
-__device__ __forceinline__ A group_mean(A s, i64 cnt) {
+template <int G, typename A, typename C>
+__device__ __forceinline__ A group_mean(A s, C cnt) {
   group_sum2<G>(s, cnt);
   return cnt > 0 ? s / (A)cnt : A(0);
 }
@@ -307,10 +309,10 @@ __device__ __forceinline__ void fwd_reg(const T* x, T* y, i64 rows, i64 n, const
 #pragma unroll
     for (int k = 0; k < K; ++k) v[k] -= m;  // padding stays -inf
     A tau = A(-1);
-    i64 prev = n + 1;
+    int prev = (int)n + 1;  // n <= K * G <= 8192
     while (true) {
       A s = 0;
-      i64 c = 0;
+      int c = 0;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         if (v[k] > tau) {
