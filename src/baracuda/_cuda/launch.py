@@ -85,10 +85,16 @@ def _pdl_attrs() -> list[Any]:
     return [attr]
 
 
+@functools.cache
+def _arch_number(arch: str) -> int:
+    return int(arch.removeprefix("sm_").rstrip("af"))
+
+
 def dependent_launches(arch: str) -> bool:
     """Whether kernels for ``arch`` ("sm_90") take programmatic dependent launches (Hopper
-    and later) and the switch ``DEPENDENT_LAUNCH`` is on."""
-    return DEPENDENT_LAUNCH and int(arch.removeprefix("sm_").rstrip("af")) >= 90
+    and later) and the switch ``DEPENDENT_LAUNCH`` is on (read at each launch; the arch's
+    number is parsed once)."""
+    return DEPENDENT_LAUNCH and _arch_number(arch) >= 90
 
 
 # Switch: the later kernels of a multi-kernel plan start while the previous one drains

@@ -33,31 +33,12 @@ __device__ __forceinline__ bool finite(A a) {
   return a - a == A(0);  // false for NaN and +-inf
 }
 
-// The lanes of this thread's group of W <= 32 aligned lanes (W a power of two; W == 1: a
-// thread alone, no shuffle). Groups
-// narrower than a warp may leave their row loops and Michelot iterations at different
-// times, so their shuffles name their own lanes only.
-template <int W>
-__device__ __forceinline__ unsigned lanes_mask() {
-  if constexpr (W >= 32)
-    return 0xffffffffu;
-  else
-    return ((1u << W) - 1u) << (lane_id() & ~(unsigned)(W - 1));
-}
-
-// Butterfly reductions over groups of W <= 32 aligned lanes (every lane gets the result).
+// NaN-propagating max over this thread's group of W aligned lanes (common.cuh lanes_mask).
 template <int W, typename A>
 __device__ __forceinline__ A lanes_nan_max(A x) {
   const unsigned mask = lanes_mask<W>();
 #pragma unroll
   for (int o = W / 2; o > 0; o >>= 1) x = nan_max(x, __shfl_xor_sync(mask, x, o));
-  return x;
-}
-template <int W, typename A>
-__device__ __forceinline__ A lanes_sum(A x) {
-  const unsigned mask = lanes_mask<W>();
-#pragma unroll
-  for (int o = W / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
   return x;
 }
 

@@ -154,21 +154,24 @@ __device__ __forceinline__ void store_stream(V* p, const V& v) {
 // ---- warp and block reductions ----
 __device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
 
-template <typename A>
-__device__ __forceinline__ A warp_sum(A x) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
+// The lanes of this thread's group of W aligned lanes (W a power of two <= 32; W == 1: the
+// thread alone). Groups narrower than a warp may leave their loops at different times, so
+// their shuffles name their own lanes only.
+template <int W>
+__device__ __forceinline__ unsigned lanes_mask() {
+  if constexpr (W >= 32)
+    return 0xffffffffu;
+  else
+    return ((1u << W) - 1u) << (lane_id() & ~(unsigned)(W - 1));
 }
-template <typename A>
-__device__ __forceinline__ A warp_max(A x) {
+
+// Butterfly sum over this thread's group of W aligned lanes (W = 32: the warp); every lane
+// gets the result.
+template <int W, typename A>
+__device__ __forceinline__ A lanes_sum(A x) {
+  const unsigned mask = lanes_mask<W>();
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-__device__ __forceinline__ i64 warp_sum_i64(i64 x) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  for (int o = W / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
   return x;
 }
 
