@@ -32,14 +32,26 @@ def test_dependent_launches_on_hopper_and_later(monkeypatch: pytest.MonkeyPatch)
     assert not launch.dependent_launches("sm_90")
 
 
-def test_dependent_launch_attribute() -> None:
-    """The launch attribute asks for programmatic stream serialization (cuda.bindings only;
-    no GPU needed to build it)."""
+@pytest.mark.parametrize(
+    ("dependent", "cooperative"), [(True, False), (False, True), (True, True)]
+)
+def test_launch_attributes(dependent: bool, cooperative: bool) -> None:
+    """The reused per-thread launch config asks for programmatic stream serialization and/or
+    a cooperative launch (cuda.bindings only; no GPU needed to build it)."""
     pytest.importorskip("cuda.bindings")
     from baracuda._cuda.driver import driver
-    from baracuda._cuda.launch import _pdl_attrs
+    from baracuda._cuda.launch import _configs
 
-    (attr,) = _pdl_attrs()
     drv = driver()
-    assert attr.id == drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-    assert attr.value.programmaticStreamSerializationAllowed == 1
+    ids = drv.CUlaunchAttributeID
+    cfg = _configs.get(dependent, cooperative)
+    assert cfg is _configs.get(dependent, cooperative)  # built once a thread
+    assert (cfg.blockDimY, cfg.blockDimZ, cfg.numAttrs) == (1, 1, dependent + cooperative)
+    got = {int(a.id): a for a in cfg.attrs[: cfg.numAttrs]}
+    pss = int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    coop = int(ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+    assert set(got) == ({pss} if dependent else set()) | ({coop} if cooperative else set())
+    if dependent:
+        assert got[pss].value.programmaticStreamSerializationAllowed == 1
+    if cooperative:
+        assert got[coop].value.cooperative == 1

@@ -21,6 +21,7 @@ class DeviceInfo:
     sm_count: int
     max_smem_per_block_optin: int
     l2_bytes: int
+    cooperative: bool  # takes cooperative launches (every block of a grid resident at once)
 
 
 @functools.cache
@@ -50,6 +51,7 @@ def device_info(device_id: int) -> DeviceInfo:
         sm_count=int(props.multiprocessor_count),
         max_smem_per_block_optin=int(props.max_shared_memory_per_block_optin),
         l2_bytes=int(props.l2_cache_size),
+        cooperative=bool(props.cooperative_launch),
     )
 
 

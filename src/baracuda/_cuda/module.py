@@ -22,6 +22,7 @@ class LoadedModule:
         "_object_code",
         "_resident",
         "arch",
+        "cooperative",
         "device_id",
         "element",
         "sm_count",
@@ -35,6 +36,7 @@ class LoadedModule:
         info = device_info(device_id)
         self.arch = info.arch
         self.sm_count = info.sm_count
+        self.cooperative = info.cooperative
         ensure_current(device_id)
         self._functions: dict[str, Any] = {}
         try:

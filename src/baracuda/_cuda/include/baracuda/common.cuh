@@ -39,6 +39,36 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 typedef long long i64;
 constexpr int kMaxRank = 8;
 
+// Grid-wide barrier of a cooperative launch (baracuda._cuda.launch, cooperative=True: every
+// block resident). This is the body of cooperative_groups::this_grid().sync(), whose header
+// needs CCCL's <nv/target>, which the CUDA runtime-header wheels do not ship. The driver
+// gives a cooperative launch a workspace, its address in %envreg1 (high word) and %envreg2
+// (low word), cooperative_groups/details/driver_abi.h. Thread 0 of every block adds to its
+// barrier word: 1, or for block (0, 0, 0) 2^31 - (blocks - 1), so the word's top bit flips
+// when the last block arrives and its low bits are back where they were. Release on
+// arrival, acquire while polling.
+__device__ __forceinline__ void grid_sync() {
+  __syncthreads();
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+    unsigned hi, lo;
+    asm("mov.u32 %0, %%envreg1;" : "=r"(hi));
+    asm("mov.u32 %0, %%envreg2;" : "=r"(lo));
+    // struct grid_workspace { unsigned wsSize; unsigned barrier; }
+    unsigned* bar = reinterpret_cast<unsigned*>(((unsigned long long)hi << 32 | lo) + 4);
+    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+    const unsigned add =
+        blockIdx.x + blockIdx.y + blockIdx.z == 0 ? 0x80000000u - (blocks - 1) : 1u;
+    unsigned old, now;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(bar), "r"(add)
+                 : "memory");
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(now) : "l"(bar) : "memory");
+    } while (((old ^ now) & 0x80000000u) == 0);
+  }
+  __syncthreads();
+}
+
+
 // Mirrors baracuda._cuda.abi.Shape / Strides (ctypes): passed by value.
 struct Shape {
   i64 v[kMaxRank];
