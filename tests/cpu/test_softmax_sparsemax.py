@@ -253,6 +253,7 @@ def test_split_launches(monkeypatch: pytest.MonkeyPatch, arch: str, listed: bool
     class FakeModule:
         sm_count = 132
         element = ElementKind.F32
+        cooperative = False
 
         def __init__(self) -> None:
             self.arch = arch
@@ -280,6 +281,58 @@ def test_split_launches(monkeypatch: pytest.MonkeyPatch, arch: str, listed: bool
     assert calls == [("sparsemax_fwd_split_scan", (16, 64, 1), False),
                      ("sparsemax_fwd_split_tau", (64, 1, 1), False),
                      ("sparsemax_fwd_split_write", (16, 64, 1), False)]  # fmt: skip
+
+
+def test_split_backward_in_one_cooperative_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split backward is one cooperative launch on a (pieces, rows) grid where the device
+    takes cooperative launches, pieces hold at most SPLIT_COOP_PIECE elements and the whole
+    grid is resident; two kernels otherwise."""
+    from baracuda._cuda.view import TensorView
+    from baracuda.softmax import _rows
+
+    calls: list[tuple[str, tuple[int, int, int], bool]] = []
+
+    def fake_launch(fn: object, grid: tuple[int, int, int], block: int, smem: int,
+                    stream: object, args: list[Any], name: str, *, dependent: bool = False,
+                    cooperative: bool = False) -> None:  # fmt: skip
+        assert block == _rows.SPLIT_BLOCK
+        calls.append((name, grid, cooperative))
+
+    class FakeModule:
+        sm_count = 132
+        element = ElementKind.BF16
+        arch = "sm_90"
+        cooperative = True
+
+        def function(self, op: str, dynamic_smem: int = 0) -> str:
+            return op
+
+        def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
+            assert (op, block) == ("sparsemax_bwd_split_coop", 512)
+            return 2
+
+    monkeypatch.setattr(_rows, "launch", fake_launch)
+    mod: Any = FakeModule()
+
+    def run(shape: tuple[int, int]) -> str:
+        calls.clear()
+        v = TensorView(256, shape, (shape[1], 1), (4, 16), 2, 0)
+        split = row_split(shape, 1, 132)
+        assert split is not None
+        return _rows.launch_rows(mod, "bwd", None, (v, v, v), 1, split, 4096)
+
+    assert run((64, 131072)) == "split4/coop/vec16"
+    assert calls == [("sparsemax_bwd_split_coop", (4, 64, 1), True)]
+    assert run((16, 2**20)) == "split16/coop/vec16"  # pieces of 65536: the most it takes
+    assert run((1, 2**24)) == "split264/coop/vec16"  # 264 blocks: one per resident slot
+    assert run((1, 2**26)).startswith("split264/vec16")  # pieces of 254208: two kernels
+    assert not any(c[2] for c in calls)
+    assert run((200, 8200)) == "split2/vec16"  # 400 blocks: more than 264 resident
+    monkeypatch.setattr(mod, "cooperative", False)
+    assert run((64, 131072)) == "split4/vec16"
+    monkeypatch.setattr(mod, "cooperative", True)
+    monkeypatch.setattr(_rows, "SPLIT_COOP", False)
+    assert run((64, 131072)) == "split4/vec16"
 
 
 def test_row_split_for_few_long_rows() -> None:

@@ -203,11 +203,18 @@ def test_backward_many_rows(element: ElementKind, rows: int, n: int, pad: int,
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 @pytest.mark.parametrize("layout", ["last", "first"])
 @pytest.mark.parametrize("in_place", ["out", "dx_is_dy", "dx_is_y"])
-def test_backward_split_support_lists(element: ElementKind, layout: str, in_place: str) -> None:
-    """Few long rows (split backward): each piece lists its support for the second kernel, up
-    to SPLIT_LIST_LEN positions; pieces whose support is wider are rescanned. Row 0 has pieces
+@pytest.mark.parametrize("coop", [True, False], ids=["coop", "two_kernels"])
+def test_backward_split_support_lists(
+    element: ElementKind, layout: str, in_place: str, coop: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few long rows (split backward), in one cooperative kernel (the support kept as a bit
+    mask) or in two (each piece lists its support for the second kernel, up to
+    SPLIT_LIST_LEN positions; pieces whose support is wider are rescanned). Row 0 has pieces
     far over the list, near it (about 1024 of 7696) and nearly empty; row 1 is all support;
     row 2 has none; row 3 has one element. dx may be dy or y itself."""
+    from baracuda.softmax import _rows
+
+    monkeypatch.setattr(_rows, "SPLIT_COOP", coop)
     rng = np.random.default_rng(7)
     rows, n = 4, 100_003
     dt = torch_dtype(element)
@@ -239,6 +246,7 @@ def test_backward_split_support_lists(element: ElementKind, layout: str, in_plac
         dx = poisoned((n, rows), element).T if layout == "first" else poisoned((rows, n), element)
     plan.run(s, Workspace.allocate(plan.workspace_size(), s), SparsemaxBackwardArgs(dy, y, dx))
     _check(dx, want, element, f"split backward {layout} {in_place} ({plan.last_variant})")
+    assert ("/coop" in plan.last_variant) == coop, plan.last_variant
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
@@ -362,3 +370,32 @@ def test_graph_capture() -> None:
     g.replay()
     torch.cuda.synchronize()
     _check(y, reference.sparsemax(x.double().cpu().numpy(), -1), ElementKind.F32, "graph")
+
+
+@pytest.mark.parametrize("coop", [True, False], ids=["coop", "two_kernels"])
+def test_graph_capture_split_backward(coop: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split backward (a cooperative launch, or two kernels, the second a dependent launch
+    on sm_90) is captured by a CUDA graph and replays correctly."""
+    from baracuda.softmax import _rows
+
+    monkeypatch.setattr(_rows, "SPLIT_COOP", coop)
+    x = torch.randn(8, 200_000, device="cuda")
+    y = sparsemax(x)
+    dy = torch.randn_like(x)
+    dx = torch.empty_like(x)
+    s_t = torch.cuda.Stream()
+    with torch.cuda.stream(s_t):
+        s = Stream.wrap(s_t)
+        desc = SparsemaxBackwardDescriptor((8, 200_000), -1, ElementKind.F32)
+        plan = SparsemaxBackwardPlan.select(s, desc)
+        ws = Workspace.allocate(plan.workspace_size(), s)
+        plan.run(s, ws, SparsemaxBackwardArgs(dy, y, dx))  # warm-up outside the graph
+        assert ("/coop" in plan.last_variant) == coop, plan.last_variant
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s_t):
+            plan.run(s, ws, SparsemaxBackwardArgs(dy, y, dx))
+    dx.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    want = reference.sparsemax_backward(dy.double().cpu().numpy(), y.double().cpu().numpy(), -1)
+    _check(dx, want, ElementKind.F32, "graph, split backward")

@@ -107,6 +107,7 @@ SPARSEMAX_SOURCE = register_source(
             "sparsemax_bwd_split_write",
             "sparsemax_bwd_split_zero",
             "sparsemax_bwd_split_fix",
+            "sparsemax_bwd_split_coop",
             *(f"sparsemax_fwd_split_{k}" for k in ("scan", "tau", "write")),
         ),
     )
@@ -138,6 +139,14 @@ SPLIT_BLOCK = 512
 SPLIT_LIST = True
 SPLIT_LIST_LEN = 1024
 SPLIT_LIST_MIN_BYTES = 128 * 1024
+
+
+# Switch: the split backward runs as one cooperative kernel (sparsemax.cu bwd_split_coop: a
+# grid-wide barrier between the pieces' sums and the write) where pieces hold at most
+# SPLIT_COOP_PIECE elements (kCoopPiece) and the whole grid is resident; otherwise two kernels
+# as above. Read at each launch.
+SPLIT_COOP = True
+SPLIT_COOP_PIECE = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +224,16 @@ def row_split(shape: Sequence[int], axis: int, sm_count: int) -> RowSplit | None
     pieces = max(2, min(-(-n // SPLIT_MIN_PIECE), wave // rows))
     piece = (-(-n // pieces) + 7) // 8 * 8  # a multiple of every vector width
     return RowSplit(rows, -(-n // piece), piece)
+
+
+def _coop(module: LoadedModule, split: RowSplit) -> bool:
+    """Whether the split backward takes the one cooperative kernel (SPLIT_COOP)."""
+    if not (SPLIT_COOP and module.cooperative and split.piece <= SPLIT_COOP_PIECE):
+        return False
+    if split.pieces > MAX_GRID_X or split.rows > MAX_GRID_YZ:
+        return False
+    resident = module.resident_blocks("sparsemax_bwd_split_coop", SPLIT_BLOCK)
+    return split.rows * split.pieces <= resident * module.sm_count
 
 
 def variant_for(n: int, direction: str = "fwd") -> Variant:
@@ -295,6 +314,14 @@ def launch_rows(
             op = f"sparsemax_{direction}_split_{part}"
             launch(module.function(op), g, SPLIT_BLOCK, 0, stream, [*args, *fws], op)
         return f"split{split.pieces}{'/vec16' if vec else ''}"
+    if split is not None and _coop(module, split):
+        op = "sparsemax_bwd_split_coop"
+        cws = [ctypes.c_uint64(workspace_ptr),
+               ctypes.c_uint64(workspace_ptr + split.count_offset(module.element)),
+               ctypes.c_int64(split.piece), ctypes.c_int64(split.pieces)]  # fmt: skip
+        launch(module.function(op), (split.pieces, rows, 1), SPLIT_BLOCK, 0, stream,
+               [*args, *cws], op, cooperative=True)  # fmt: skip
+        return f"split{split.pieces}/coop{'/vec16' if vec else ''}"
     if split is not None:
         element = module.element
         ws: list[object] = [ctypes.c_uint64(workspace_ptr),

@@ -1144,6 +1144,110 @@ __device__ __forceinline__ void bwd_split_zero(const T* dy, const T* y, T* dx, i
   }
 }
 
+
+// Split rows in one cooperative kernel (the host launches it cooperatively, so every block of
+// the grid (pieces, rows) is resident; pieces of at most kCoopPiece elements). Phase 1 streams
+// a piece once, kCoopU 16-byte vectors of y a thread in flight: a vector (an element, when
+// not vectorised) off the support gets dx = 0 at once, the support is kept as a bit mask in
+// shared memory and the piece's (sum, count) goes to the workspace. After a grid-wide
+// barrier each block reduces its row's pieces in piece order (deterministic) and writes the
+// vectors (elements) holding support only, reading dy there again (mostly from L2).
+// dx may be dy or y: phase 1 writes only vectors without support, whose dy is not read again
+// and whose y is 0 already; phase 2 reads only dy, on vectors phase 1 left alone.
+constexpr int kCoopPiece = 65536;
+constexpr int kCoopU = 8;
+
+template <typename T, typename A>
+__device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i64 rows, i64 n,
+                                               const Shape& outer, const Strides& sdyo,
+                                               const Strides& syo, const Strides& sdxo,
+                                               i64 sdy, i64 sy, i64 sdx, int flags, A* ws_s,
+                                               int* ws_c, i64 len, i64 pieces) {
+  constexpr int L = Vec16<T>::kLanes;
+  __shared__ unsigned mask_sh[kCoopPiece / 32];
+  const bool vec = (flags & 1) && L > 1;
+  const i64 r = blockIdx.y, p = blockIdx.x;
+  Coord cd;
+  unravel(r, outer, cd);
+  const i64 b = p * len;
+  const int m = (int)min(len, n - b);  // >= 1: the host takes ceil(n / len) pieces
+  const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
+  const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
+  T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
+  for (int w = threadIdx.x; w < (m + 31) / 32; w += blockDim.x) mask_sh[w] = 0u;
+  __syncthreads();
+  const int nv = vec ? m / L : 0, tail = nv * L;
+  A s = 0;
+  int cnt = 0;
+  for (int c0 = threadIdx.x; c0 < nv; c0 += kCoopU * blockDim.x) {
+    uint4 w[kCoopU];
+#pragma unroll
+    for (int u = 0; u < kCoopU; ++u) {
+      const int c = c0 + u * blockDim.x;
+      if (c < nv) w[u] = __ldcs(reinterpret_cast<const uint4*>(yr + (i64)c * L));
+    }
+#pragma unroll
+    for (int u = 0; u < kCoopU; ++u) {
+      const int c = c0 + u * blockDim.x;
+      if (c >= nv) break;
+      A v[L];
+      Pack<T>::unpack(w[u], v);
+      unsigned bits = 0;
+#pragma unroll
+      for (int l = 0; l < L; ++l) bits |= (v[l] > A(0) ? 1u : 0u) << l;
+      if (bits != 0) {
+        A g[L];
+        Pack<T>::unpack(*reinterpret_cast<const uint4*>(dyr + (i64)c * L), g);
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          if ((bits >> l) & 1u) {
+            s += g[l];
+            ++cnt;
+          }
+        }
+        atomicOr(&mask_sh[(c * L) >> 5], bits << ((c * L) & 31));
+      } else {
+        const A z[L] = {};
+        st16cs<T, A, L>(dxr + (i64)c * L, z);
+      }
+    }
+  }
+  for (int e = tail + threadIdx.x; e < m; e += blockDim.x) {
+    const A v = to_acc(yr[e * sy]);
+    if (v > A(0)) {
+      s += to_acc(dyr[e * sdy]);
+      ++cnt;
+      atomicOr(&mask_sh[e >> 5], 1u << (e & 31));
+    } else {
+      dxr[e * sdx] = from_acc<T>(A(0));
+    }
+  }
+  group_sum2<kStreamBlock>(s, cnt);
+  if (threadIdx.x == 0) {
+    ws_s[r * pieces + p] = s;
+    ws_c[r * pieces + p] = cnt;
+  }
+  grid_sync();
+  A rs = 0;
+  int rc = 0;
+  for (i64 q = threadIdx.x; q < pieces; q += blockDim.x) {
+    rs += __ldcg(ws_s + r * pieces + q);
+    rc += __ldcg(ws_c + r * pieces + q);
+  }
+  const A mean = group_mean<kStreamBlock>(rs, rc);
+  for (int c = threadIdx.x; c < nv; c += blockDim.x) {
+    const unsigned bits = (mask_sh[(c * L) >> 5] >> ((c * L) & 31)) & ((1u << L) - 1u);
+    if (bits == 0) continue;
+    A g[L], o[L];
+    Pack<T>::unpack(*reinterpret_cast<const uint4*>(dyr + (i64)c * L), g);
+#pragma unroll
+    for (int l = 0; l < L; ++l) o[l] = ((bits >> l) & 1u) ? g[l] - mean : A(0);
+    st16cs<T, A, L>(dxr + (i64)c * L, o);
+  }
+  for (int e = tail + threadIdx.x; e < m; e += blockDim.x)
+    if ((mask_sh[e >> 5] >> (e & 31)) & 1u) dxr[e * sdx] = from_acc<T>(to_acc(dyr[e * sdy]) - mean);
+}
+
 }  // namespace smx
 }  // namespace bc
 
@@ -1251,4 +1355,9 @@ SMX_KERNEL(sparsemax_bwd_split_fix, 512, 2)(SMX_BWD_ARGS, const BC_ACC* ws_s, co
                                         bc::i64 pieces) {
   bc::pdl_wait();
   bc::smx::bwd_split_write<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, ws_n, ws_list, len, pieces);
+}
+// One cooperative kernel (bwd_split_coop): pieces * rows accumulators, then int counts.
+SMX_KERNEL(sparsemax_bwd_split_coop, 512, 2)(SMX_BWD_ARGS, BC_ACC* ws_s, int* ws_c, bc::i64 len,
+                                         bc::i64 pieces) {
+  bc::smx::bwd_split_coop<BC_T, BC_ACC>(SMX_BWD_PASS, ws_s, ws_c, len, pieces);
 }

@@ -56,9 +56,11 @@ class SparsemaxBackwardPlan(SparsemaxPlanBase[SparsemaxBackwardDescriptor, Spars
     take one block each and read ``y`` (and ``dy`` on the support) twice, the second time
     mostly from L2. When such rows are too few to fill the GPU (fewer than 2 per SM), each
     is cut into as many pieces as one wave of the split kernels holds (at least 2), one
-    block each, in two kernels: partial sums to the workspace, then the write (pieces of 128
-    KiB or more: the first kernel also writes dx off the support and lists the support, the
-    second writes the listed positions only).
+    block each: in one cooperative kernel where the device allows it and the grid is
+    resident (partial sums to the workspace, a grid-wide barrier, then the write of the
+    support), else in two kernels (partial sums, then the write; pieces of 128 KiB or more:
+    the first kernel also writes dx off the support and lists the support, the second writes
+    the listed positions only).
     Dtypes: f32, f16, bf16, f64; f32 math for the half types, f64 for f64.
     Shapes: rank 1-8, any axis, any strides; empty tensors launch nothing.
     Precision: sum over the support in f32 (f64), one rounding per output. Deterministic
