@@ -137,6 +137,33 @@ def test_wide_lookback_tiles_for_32_lines() -> None:
         assert two.width == 2 and two.chunk_len == 128 * per  # 2 lines: never wide
 
 
+def test_line_pairs_need_adjacent_aligned_pairs() -> None:
+    """2-byte lbcols tiles take line pairs only where every pair 2k, 2k + 1 is adjacent and
+    4-byte aligned in IN0 and OUT, with at least 32 lines (scan.cu, scan_lb_pairs)."""
+    from baracuda.scan._kernels import IN0, OUT, Slot, _pairable
+
+    def ok(shape: tuple[int, ...], axis: int, strides: tuple[int, ...] | None = None,
+           ptr: int = 256, itemsize: int = 2, out_strides: tuple[int, ...] | None = None,
+           ) -> bool:  # fmt: skip
+        st = strides or tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        ops: list[Slot | None] = [None] * 5
+        ops[IN0], ops[OUT] = Slot(ptr, st), Slot(256, out_strides or st)
+        return _pairable(shape, axis, ops, itemsize)
+
+    assert ok((4096, 8192), 0)
+    assert ok((5, 777, 40), 1)  # outer (5, 40): pairs never straddle the outer dims
+    assert ok((300, 64), 0) and ok((3000, 34), 0)
+    assert not ok((4096, 8192), 0, itemsize=4)  # 2-byte types only
+    assert not ok((777, 33), 0)  # an odd line count
+    assert not ok((1000, 30), 0)  # fewer than 32 lines
+    assert not ok((600, 96), 0, strides=(192, 2))  # lines 2 apart
+    assert not ok((600, 96), 0, ptr=258)  # a misaligned start
+    assert not ok((600, 96), 0, strides=(97, 1))  # odd axis stride: pairs misaligned
+    assert not ok((600, 96), 0, out_strides=(1, 600))  # the output transposed
+    assert not ok((4096, 8192), 1)  # a contiguous axis has no line pairs (lines 8192 apart)
+    assert not ok((0, 64), 0)
+
+
 def test_functional_cpu_path() -> None:
     x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
     np.testing.assert_allclose(api.cumsum(x, 0), np.cumsum(x, 0), rtol=1e-6)

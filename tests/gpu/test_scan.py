@@ -516,9 +516,12 @@ def test_lookback_staged_tiles(kind: ScanKind, element: ElementKind, monkeypatch
                     what = f"{name} {shape} axis={axis} wide={wide} rev={reverse}"
                     check_op(kind, element, v, axis, reverse, what)
                     op = _op_of(kind)
-                    fwd = [nm for nm in seen if nm in (f"scan_{op}_lbcols", f"scan_{op}_lbstage")]
+                    tiles = ("lbcols", "lbstage", "lbpair")
+                    fwd = [nm for nm in seen if nm.rsplit("_", 1)[1] in tiles]
                     assert fwd, (what, seen)
                     want = "lbstage" if staged and name == "contiguous" else "lbcols"
+                    if shape == (300, 64) and element.itemsize == 2 and op in K.PAIR_OPS:
+                        want = "lbpair"  # line pairs adjacent and aligned
                     assert fwd[0] == f"scan_{op}_{want}", (what, seen)
                     # the same launch unstaged gives the same values within tolerance
                     monkeypatch.setattr(K, "LBCOLS_STAGED", False)
@@ -527,6 +530,50 @@ def test_lookback_staged_tiles(kind: ScanKind, element: ElementKind, monkeypatch
                     y, _ = run_forward(kind, v, axis, reverse)
                     assert_close(y, _np64(y_plain), element, scale=scale_of(kind, shape[axis]),
                                  what=f"staged vs unstaged {what}")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F16, ElementKind.BF16], ids=lambda e: e.value)
+def test_lookback_line_pairs(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Strided look-back tiles of a 2-byte type over two groups of 32 lines, a thread per two
+    adjacent lines (LBCOLS_PAIRS, scan_lb_pairs): several groups (an odd count: the last tile
+    has one) and chunks, a partial last group (34 lines) and chunk, a rank-3 tensor whose
+    line pairs never straddle its outer dims; and layouts that must not take pairs (an odd
+    line count, lines 2 apart, a misaligned start), both directions, forward and backward,
+    against the float64 reference and the per-line tiles."""
+    from baracuda.scan import _kernels as K
+
+    assert K.LBCOLS_PAIRS
+    seen = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    op = _op_of(kind)
+    cases = [((1000, 64), 0, "contiguous"), ((3000, 34), 0, "contiguous"),
+             ((5, 777, 40), 1, "contiguous"), ((513, 96), 0, "contiguous"),
+             ((300, 160), 0, "contiguous"),
+             ((777, 33), 0, "odd"), ((600, 96), 0, "every other"),
+             ((600, 96), 0, "misaligned")]  # fmt: skip
+    for shape, axis, layout in cases:
+        if layout == "every other":
+            big = torch.from_numpy(make_input(kind, (shape[0], 2 * shape[1]), 7)).to("cuda", dt)
+            x = big[:, ::2]
+        elif layout == "misaligned":
+            flat = torch.from_numpy(make_input(kind, (math.prod(shape) + 1,), 8)).to("cuda", dt)
+            x = flat[1:].view(shape)
+        else:
+            x = torch.from_numpy(make_input(kind, shape, 9)).to("cuda", dt)
+        for reverse in (False, True):
+            seen.clear()
+            what = f"{layout} {shape} axis={axis} rev={reverse}"
+            check_op(kind, element, x, axis, reverse, what)
+            want = "lbpair" if layout == "contiguous" else "lbcols"
+            assert seen[0] == f"scan_{op}_{want}", (what, seen)
+            monkeypatch.setattr(K, "LBCOLS_PAIRS", False)
+            y_line, _ = run_forward(kind, x, axis, reverse)
+            assert seen[-1] == f"scan_{op}_lbcols", (what, seen)
+            monkeypatch.setattr(K, "LBCOLS_PAIRS", True)
+            y, _ = run_forward(kind, x, axis, reverse)
+            assert_close(y, _np64(y_line), element, scale=scale_of(kind, shape[axis]),
+                         what=f"pairs vs per-line tiles {what}")  # fmt: skip
 
 
 def _op_of(kind: ScanKind) -> str:

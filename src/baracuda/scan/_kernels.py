@@ -16,8 +16,10 @@ passes (``LOOKBACK_ROWS`` off; on, ``lbrows``: a block per piece of one row): a 
 writes chunk totals to the workspace, ``states`` turns them into exclusive carries in
 place, and the final pass rescans each chunk from its carry; so do both with ``LOOKBACK``
 off. Strided tiles that are one run of memory move through shared memory in 16-byte vectors
-(``lbstage``). The cummax/cummin backward runs in one kernel where a warp takes a row
-(``launch_max_backward``), else in two launches.
+(``lbstage``); cumsum/cumprod tiles of a 2-byte type whose adjacent lines pair up in 4-byte
+words take two groups of 32 lines, a thread per line pair (``lbpair``). The cummax/cummin
+backward runs in one kernel where a warp takes a row (``launch_max_backward``), else in two
+launches.
 """
 
 from __future__ import annotations
@@ -131,6 +133,40 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
     return True
 
 
+# Switch: lbcols tiles of a 2-byte type cover two groups of 32 lines, a thread per two adjacent
+# lines (scan.cu, scan_lb_pairs: one 4-byte load a position, tiles of 64 lines x 256
+# positions) where ``_pairable``, for PAIR_OPS. Read at each launch.
+LBCOLS_PAIRS = True
+PAIR_OPS = ("sum", "prod")
+
+
+def _pairable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+              itemsize: int) -> bool:  # fmt: skip
+    """Whether lbcols tiles may take line pairs (``LBCOLS_PAIRS``): a 2-byte type, IN0 and
+    OUT only, at least 32 lines, and in both every line pair 2k, 2k + 1 adjacent and 4-byte
+    aligned: the innermost coalesced outer dim of stride 1 and even extent, every other
+    stride (the axis's too) even, 4-byte aligned data."""
+    used = [i for i, o in enumerate(operands) if o is not None]
+    if itemsize != 2 or used != [IN0, OUT]:
+        return False
+    n = shape[axis]
+    if n == 0 or numel(shape) // n < 32:
+        return False
+    oshape, ostrides, _, axis_strides = split_axis(
+        shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
+    )
+    last = max((k for k, d in enumerate(oshape) if d > 1), default=-1)
+    if last < 0 or oshape[last] % 2:
+        return False
+    for k, i in enumerate(used):
+        if operands[i].ptr % 4 or axis_strides[k] % 2:  # type: ignore[union-attr]
+            return False
+        for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True)):
+            if d > 1 and (st != 1 if j == last else st % 2):
+                return False
+    return True
+
+
 def _stage_bytes(ch: Chunking, itemsize: int) -> int:
     """Dynamic shared memory of a staged lbcols launch: the tile and one pad row every 16
     rows (scan.cu, scan_lb_cols_r: R = chunk_len * width / BLOCK = 16 positions a thread)."""
@@ -150,6 +186,7 @@ SCAN_SOURCE = register_source(
         tuple(f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS)
         + tuple(f"scan_{op}_pipe1" for op in PIPE_OPS)
         + tuple(f"scan_{op}_lbstage" for op in PIPE_OPS)
+        + tuple(f"scan_{op}_lbpair" for op in PAIR_OPS)
         + ("scan_max_bwd_rows",),
     )
 )
@@ -260,12 +297,16 @@ def _lb_rows(rows: int, n: int, itemsize: int) -> Chunking | None:
     return ch if ch.nchunks < _LB_MAX_TILES else None
 
 
-def _lb_cols(rows: int, n: int, itemsize: int, wide: bool = False) -> Chunking | None:
+def _lb_cols(rows: int, n: int, itemsize: int, wide: bool = False,
+             pairs: bool = False) -> Chunking | None:  # fmt: skip
     """Look-back tiles of up to 32 adjacent rows along a strided axis; None past the limit.
     ``wide``: 32 positions per thread where ``LBCOLS_WIDE`` lists the itemsize and the tile
-    has 32 lines (scan.cu, scan_lb_cols), else 16 (8 for 8-byte types)."""
+    has 32 lines (scan.cu, scan_lb_cols), else 16 (8 for 8-byte types). ``pairs`` (32 lines
+    of a 2-byte type, scan_lb_pairs): as wide tiles, each tile two groups."""
     width = min(32, _pow2(rows))
     per = 8 if itemsize == 8 else 32 if wide and width == 32 and itemsize in LBCOLS_WIDE else 16
+    if pairs and width == 32:
+        per = 32
     chunk_len = BLOCK // width * per
     ch = Chunking("lbcols", _cdiv(n, chunk_len), chunk_len, width, _cdiv(rows, width))
     return ch if ch.nchunks < _LB_MAX_TILES else None
@@ -273,7 +314,8 @@ def _lb_cols(rows: int, n: int, itemsize: int, wide: bool = False) -> Chunking |
 
 def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
              lookback: bool | None = None, lookback_rows: bool | None = None,
-             warp_rows: int | None = None, wide: bool = False) -> Chunking:  # fmt: skip
+             warp_rows: int | None = None, wide: bool = False,
+             pairs: bool = False) -> Chunking:  # fmt: skip
     """How a launch cuts its rows: the kernel variant, chunks per row and chunk length.
     ``lookback``: one pass with look-back where rows are split (default: ``LOOKBACK``), for
     contiguous rows only with ``lookback_rows`` (default: ``LOOKBACK_ROWS``); ``warp_rows``:
@@ -299,7 +341,7 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
     target_threads = sm_count * 2048
     if rows * 2 >= target_threads or n <= 4 * _COL_UNROLL:
         return Chunking("cols", 1, max(n, 1))
-    ch = _lb_cols(rows, n, itemsize, wide) if lb else None
+    ch = _lb_cols(rows, n, itemsize, wide, pairs) if lb else None
     if ch is not None:
         return ch
     want = min(-(-target_threads // rows), -(-n // (2 * _COL_UNROLL)), _MAX_CHUNKS)
@@ -445,9 +487,11 @@ def launch_scan(
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
               and _stageable(shape, axis, operands, itemsize))  # fmt: skip
+    pairs = (layout == "cols" and op in PAIR_OPS and not staged and LBCOLS_PAIRS
+             and _pairable(shape, axis, operands, itemsize))  # fmt: skip
     ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED),
                   warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
-                  wide=packed and op in _WIDE_OPS and not staged)
+                  wide=packed and op in _WIDE_OPS and not staged, pairs=pairs)
     params = _params(shape, axis, operands, vec_slots, itemsize, layout, reverse, mode)
     lanes = 16 // itemsize
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
@@ -467,6 +511,8 @@ def launch_scan(
         variant = "pipe1"
     if ch.layout == "lbcols" and params.vec:
         variant = "lbstage"
+    elif ch.layout == "lbcols" and pairs and ch.width == 32:
+        variant = "lbpair"
     kernel = f"scan_{op}_{variant}"
     fn = module.function(kernel)
     if ch.layout.startswith("lb"):
@@ -478,7 +524,10 @@ def launch_scan(
         params.lb = states_ptr
         params.groups, params.width = ch.groups, ch.width
         memset_zero(states_ptr, _lb_zeroed_bytes(ch, packed), stream)
-        grid = max(1, min(ch.tiles, sm_count * 8))
+        tiles = ch.tiles
+        if variant == "lbpair":  # a tile holds two groups
+            tiles = _cdiv(ch.groups, 2) * ch.nchunks
+        grid = max(1, min(tiles, sm_count * 8))
         smem = _stage_bytes(ch, itemsize) if ch.layout == "lbcols" and params.vec else 0
         launch(fn, (grid, 1, 1), BLOCK, smem, stream, [params], kernel)
         return f"{variant}x{ch.tiles}"

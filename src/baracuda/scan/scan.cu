@@ -1459,6 +1459,162 @@ __device__ void scan_states(const Params& P) {
   }
 }
 
+// lbpair: lbcols tiles for 2-byte types of two groups of 32 lines (2 h, 2 h + 1), 64 lines
+// x 256 positions: a thread per two adjacent lines (one 4-byte load or store a position) and
+// 32 positions, a warp per row lane, so each row of a tile is one 128-byte line of memory (a
+// thread per line moved 64 bytes a row: on the H100 bf16 cumsum over 4096 x 8192 along dim
+// 0 ran at half the bytes per second of f32). The host takes it for cumsum and cumprod when
+// each line pair is 4-byte aligned and adjacent in IN0 and OUT (innermost outer stride 1
+// and even extent, other strides even). The loaded words stay packed (32 registers); the
+// pass after the look-back recomputes the running states from them, one combine an element
+// from the carry, instead of keeping 64 states. Each group takes its carry by look-back on
+// its own nodes (the lbcols tree of width 32), one group after the other.
+template <typename T, typename A>
+__device__ __forceinline__ void unpack2(unsigned w, A& a, A& b) {
+  T t[2];
+  memcpy(t, &w, 4);
+  a = to_acc(t[0]);
+  b = to_acc(t[1]);
+}
+
+// lb_carry for two groups at once (ga and, where has_b, ga + 1) of tile t: warps 0 and 1
+// publish, warps 2-7 fold the (group, level) nodes, so neither group's look-back waits for
+// the other's.
+template <class Op>
+__device__ __forceinline__ void lb_carry2(const Op& op, const LbNodes<typename Op::S>& lb, i64 ga,
+                                          bool has_b, i64 t, const typename Op::S& total_a,
+                                          const typename Op::S& total_b,
+                                          typename Op::S (*part_a)[32],
+                                          typename Op::S (*part_b)[32], int c,
+                                          typename Op::S& carry_a, typename Op::S& carry_b) {
+  typedef typename Op::S S;
+  const int warp = threadIdx.x >> 5;
+  if (warp == 0) {
+    lb_publish_tile(op, lb, ga, t, total_a);
+  } else if (warp == 1) {
+    if (has_b) lb_publish_tile(op, lb, ga + 1, t, total_b);
+  } else {
+    for (int i = warp - 2; i < 2 * lb.levels; i += kBlock / 32 - 2) {
+      const int l = i >> 1, g = i & 1;
+      const int d = lb.digit(t, l);  // uniform over the warp
+      if (d == 0 || (g == 1 && !has_b)) continue;
+      const S acc = lb_fold_level(op, lb, lb.node(ga + g, l, (t >> (lb.rbits * l)) - d), d);
+      if ((threadIdx.x & 31) < lb.width) (g ? part_b : part_a)[l][c] = acc;
+    }
+  }
+  __syncthreads();
+  carry_a = carry_b = op.identity();
+  bool have = false;
+  for (int l = lb.levels - 1; l >= 0; --l) {
+    if (lb.digit(t, l) != 0) {
+      carry_a = have ? op.combine(carry_a, part_a[l][c]) : part_a[l][c];
+      if (has_b) carry_b = have ? op.combine(carry_b, part_b[l][c]) : part_b[l][c];
+      have = true;
+    }
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_lb_pairs(const Params& P) {
+  typedef typename Op::S S;
+  constexpr int R = 32;
+  static_assert(sizeof(S) == 4, "one-word states (the look-back's packed nodes)");
+  __shared__ S scratch[8][64];
+  __shared__ S part_a[kLbMaxLevels][32], part_b[kLbMaxLevels][32];
+  __shared__ i64 off_sh[kLbMaxLevels];
+  __shared__ i64 tile_sh;
+  const Op op{P.mode};
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;  // warp: the row lane
+  const i64 hgroups = (P.groups + 1) / 2;
+  const i64 tiles = hgroups * P.nchunks;
+  const i64 dir = P.reverse ? -1 : 1;
+  const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, 32, off_sh);
+  for (;;) {
+    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
+    __syncthreads();
+    const i64 tile = tile_sh;
+    if (tile >= tiles) return;
+    const i64 chunk = tile / hgroups;
+    const i64 h = tile - chunk * hgroups;
+    const i64 line = h * 64 + 2 * lane;
+    const bool live = line < P.rows;  // rows is even: both lines or neither
+    const i64 q0 = chunk * P.chunk_len + (i64)warp * R;
+    const i64 q1 = min(P.n, chunk * P.chunk_len + P.chunk_len);
+    const int cnt = live ? (int)max((i64)0, min((i64)R, q1 - q0)) : 0;
+    const i64 p0 = cnt > 0 ? phys(P, q0) : 0;
+    i64 bin, bout;
+    {
+      Coord c;
+      unravel(live ? line : 0, P.outer, c);
+      bin = dot(c, P.op[IN0].outer, P.outer.rank) + p0 * P.op[IN0].axis_stride;
+      bout = dot(c, P.op[OUT].outer, P.outer.rank) + p0 * P.op[OUT].axis_stride;
+    }
+    unsigned raw[R];
+    {
+      const T* src = in_ptr<T>(P, IN0) + bin;
+      const i64 step = dir * P.op[IN0].axis_stride;
+#pragma unroll
+      for (int k = 0; k < R; ++k) {
+        raw[k] = k < cnt ? *reinterpret_cast<const unsigned*>(src) : 0u;
+        src += step;
+      }
+    }
+    S ta = op.identity(), tb = op.identity();
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      if (k < cnt) {
+        A va, vb;
+        unpack2<T, A>(raw[k], va, vb);
+        ta = op.combine(ta, op.make(&va, 0, p0 + dir * k));
+        tb = op.combine(tb, op.make(&vb, 0, p0 + dir * k));
+      }
+    }
+    scratch[warp][2 * lane] = ta;
+    scratch[warp][2 * lane + 1] = tb;
+    __syncthreads();
+    S ba = op.identity(), bb = op.identity(), all_a = op.identity(), all_b = op.identity();
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      if (w < warp) {
+        ba = op.combine(ba, scratch[w][2 * lane]);
+        bb = op.combine(bb, scratch[w][2 * lane + 1]);
+      }
+      all_a = op.combine(all_a, scratch[w][lane]);  // line `lane` of group 2 h
+      all_b = op.combine(all_b, scratch[w][32 + lane]);  // of group 2 h + 1
+    }
+    // the carry of line `lane` of each group (has a barrier)
+    S carry_a, carry_b;
+    lb_carry2(op, lb, 2 * h, 2 * h + 1 < P.groups, chunk, all_a, all_b, part_a, part_b, lane,
+              carry_a, carry_b);
+    const int src_lane = (2 * lane) & 31;
+    const S a0 = shfl_idx(carry_a, src_lane), a1 = shfl_idx(carry_a, src_lane + 1);
+    const S b0 = shfl_idx(carry_b, src_lane), b1 = shfl_idx(carry_b, src_lane + 1);
+    S pa = op.combine(lane < 16 ? a0 : b0, ba);
+    S pb = op.combine(lane < 16 ? a1 : b1, bb);
+    if (cnt > 0) {
+      T* dst = static_cast<T*>(P.op[OUT].ptr) + bout;
+      const i64 ostep = dir * P.op[OUT].axis_stride;
+#pragma unroll
+      for (int k = 0; k < R; ++k) {
+        if (k < cnt) {
+          A va, vb;
+          unpack2<T, A>(raw[k], va, vb);
+          const S ia = op.combine(pa, op.make(&va, 0, p0 + dir * k));
+          const S ib = op.combine(pb, op.make(&vb, 0, p0 + dir * k));
+          T o[2] = {from_acc<T>(op.out_value(ia, pa, &va, A(1), 0)),
+                    from_acc<T>(op.out_value(ib, pb, &vb, A(1), 0))};
+          unsigned w;
+          memcpy(&w, o, 4);
+          *reinterpret_cast<unsigned*>(dst + k * ostep) = w;
+          pa = ia;
+          pb = ib;
+        }
+      }
+    }
+    __syncthreads();  // scratch, the parts and tile_sh are rewritten by the next tile
+  }
+}
+
 }  // namespace scan
 }  // namespace bc
 
@@ -1530,6 +1686,14 @@ BC_SCAN_PIPE_ENTRY(lse, LseOp)
 BC_SCAN_STAGE_ENTRY(sum, SumOp)
 BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_STAGE_ENTRY(lse, LseOp)
+// Line pairs of 2-byte types (the host launches them for no other type).
+#define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
+  BC_LB_KERNEL(scan_##name##_lbpair, 4)(bc::scan::Params p) {                                \
+    if constexpr (sizeof(BC_T) == 2)                                                         \
+      bc::scan::scan_lb_pairs<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                        \
+  }
+BC_SCAN_PAIR_ENTRY(sum, SumOp)
+BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
