@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -333,6 +334,9 @@ def test_split_backward_in_one_cooperative_kernel(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(mod, "cooperative", True)
     monkeypatch.setattr(_rows, "SPLIT_COOP", False)
     assert run((64, 131072)) == "split4/vec16"
+    # the piece limit mirrors the kernel's shared-memory mask (sparsemax.cu, kCoopPiece)
+    cu = (Path(_rows.__file__).parent / "sparsemax.cu").read_text()
+    assert f"constexpr int kCoopPiece = {_rows.SPLIT_COOP_PIECE};" in cu
 
 
 def test_row_split_for_few_long_rows() -> None:

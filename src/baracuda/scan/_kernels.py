@@ -530,7 +530,7 @@ def launch_scan(
         grid = max(1, min(tiles, sm_count * 8))
         smem = _stage_bytes(ch, itemsize) if ch.layout == "lbcols" and params.vec else 0
         launch(fn, (grid, 1, 1), BLOCK, smem, stream, [params], kernel)
-        return f"{variant}x{ch.tiles}"
+        return f"{variant}x{tiles}"
     items = rows * ch.nchunks
     if ch.layout == "cols":
         grid = max(1, min(-(-items // BLOCK), sm_count * 64))

@@ -144,7 +144,7 @@ SPLIT_LIST_MIN_BYTES = 128 * 1024
 # Switch: the split backward runs as one cooperative kernel (sparsemax.cu bwd_split_coop: a
 # grid-wide barrier between the pieces' sums and the write) where pieces hold at most
 # SPLIT_COOP_PIECE elements (kCoopPiece) and the whole grid is resident; otherwise two kernels
-# as above. Read at each launch.
+# as above. It loads dy only on the support (DY_WITH_Y does not apply). Read at each launch.
 SPLIT_COOP = True
 SPLIT_COOP_PIECE = 65536
 

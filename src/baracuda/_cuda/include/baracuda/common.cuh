@@ -68,7 +68,6 @@ __device__ __forceinline__ void grid_sync() {
   __syncthreads();
 }
 
-
 // Mirrors baracuda._cuda.abi.Shape / Strides (ctypes): passed by value.
 struct Shape {
   i64 v[kMaxRank];
