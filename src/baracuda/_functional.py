@@ -138,9 +138,18 @@ class JaxOutput:
         import numpy as np
         from cuda.core.utils import StridedMemoryView
 
-        dtype = np.dtype(self.dtype_name) if self.dtype_name != "bfloat16" else _bf16()
-        smv = StridedMemoryView.from_buffer(self._buffer, self.shape, dtype=dtype)
-        return jax.dlpack.from_dlpack(smv)
+        def view(dtype: Any) -> Any:
+            smv = StridedMemoryView.from_buffer(self._buffer, self.shape, dtype=np.dtype(dtype))
+            return jax.dlpack.from_dlpack(smv)
+
+        if self.dtype_name != "bfloat16":
+            return view(self.dtype_name)
+        try:
+            return view(_bf16())
+        except BufferError:
+            # cuda.core releases without bfloat16 DLPack export (1.2.0): the bits as uint16,
+            # reinterpreted by JAX (a device copy of the output, not a view)
+            return jax.lax.bitcast_convert_type(view(np.uint16), jax.numpy.bfloat16)
 
 
 def _bf16() -> Any:

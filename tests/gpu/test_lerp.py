@@ -159,6 +159,14 @@ def test_jax_inputs() -> None:
     da, db = bc.lerp_backward(a, 0.25)
     assert_close(np.asarray(db), 0.25 * a64, ElementKind.F32)
     assert_close(np.asarray(da), 0.75 * a64, ElementKind.F32)
+    # bf16 outputs come back as JAX bf16 arrays (a device copy where cuda.core cannot export
+    # bfloat16 through DLPack)
+    ah, bh = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+    out = bc.lerp(ah, bh, 0.25)
+    assert type(out).__module__.startswith("jax") and out.dtype == jnp.bfloat16
+    ah64, bh64 = np.asarray(ah).astype(np.float64), np.asarray(bh).astype(np.float64)
+    assert_close(np.asarray(out).astype(np.float64), reference.lerp(ah64, bh64, 0.25),
+                 ElementKind.BF16)  # fmt: skip
 
 
 def test_stream_ordering() -> None:

@@ -33,7 +33,11 @@ EXTREMA = (ScanKind.CUMMAX, ScanKind.CUMMIN)
 
 
 def _np64(t: Any) -> np.ndarray:
-    return t.detach().to("cpu", torch.float64).numpy()
+    if hasattr(t, "detach"):
+        return t.detach().to("cpu", torch.float64).numpy()
+    if type(t).__module__.startswith("cupy"):
+        return np.asarray(t.get(), dtype=np.float64)
+    return np.asarray(t).astype(np.float64)  # JAX, NumPy
 
 
 def make_input(kind: ScanKind, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
@@ -574,6 +578,40 @@ def test_lookback_line_pairs(kind: ScanKind, element: ElementKind, monkeypatch: 
             y, _ = run_forward(kind, x, axis, reverse)
             assert_close(y, _np64(y_line), element, scale=scale_of(kind, shape[axis]),
                          what=f"pairs vs per-line tiles {what}")  # fmt: skip
+
+
+def test_cupy_and_jax_arrays_on_lookback_tiles() -> None:
+    """Other frameworks' arrays through the functional API on the strided look-back tiles:
+    CuPy f16 cumsum / cumprod along dim 0 (line pairs), a CuPy f32 view two columns apart,
+    JAX bf16 cumsum along dim 0 and its backward; results come back as the caller's type."""
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(5)
+    x64 = rng.uniform(-1.0, 1.0, (3000, 96)) + 0.25
+    xc = cupy.asarray(x64, dtype=cupy.float16)
+    for kind, fn in ((ScanKind.CUMSUM, bc.cumsum), (ScanKind.CUMPROD, bc.cumprod)):
+        for reverse in (False, True):
+            y = fn(xc, 0, reverse)
+            assert isinstance(y, cupy.ndarray)
+            assert_close(y, R.scan(kind, _np64(xc), 0, reverse), ElementKind.F16,
+                         scale=scale_of(kind, 3000), what=f"cupy {kind.value} rev={reverse}")
+    big = cupy.asarray(rng.standard_normal((4000, 130)), dtype=cupy.float32)
+    xs = big[:, ::2]
+    assert_close(bc.cumsum(xs, 0), R.scan(ScanKind.CUMSUM, _np64(xs), 0, False),
+                 ElementKind.F32, scale=scale_of(ScanKind.CUMSUM, 4000), what="cupy strided")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    xj = jnp.asarray(x64[:2048, :64], dtype=jnp.bfloat16)
+    yj = bc.cumsum(xj, 0)
+    assert type(yj).__module__.startswith("jax")
+    assert_close(yj, R.scan(ScanKind.CUMSUM, _np64(xj), 0, False), ElementKind.BF16,
+                 scale=scale_of(ScanKind.CUMSUM, 2048), what="jax cumsum")
+    dy = jnp.asarray(rng.standard_normal((2048, 64)), dtype=jnp.bfloat16)
+    dx = bc.scan_backward("cumsum", dy, axis=0)
+    assert type(dx).__module__.startswith("jax")
+    assert_close(dx, R.scan_backward(ScanKind.CUMSUM, _np64(dy), axis=0, reverse=False),
+                 ElementKind.BF16, scale=scale_of(ScanKind.CUMSUM, 2048), what="jax backward")
 
 
 def _op_of(kind: ScanKind) -> str:

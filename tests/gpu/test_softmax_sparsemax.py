@@ -399,3 +399,47 @@ def test_graph_capture_split_backward(coop: bool, monkeypatch: pytest.MonkeyPatc
     torch.cuda.synchronize()
     want = reference.sparsemax_backward(dy.double().cpu().numpy(), y.double().cpu().numpy(), -1)
     _check(dx, want, ElementKind.F32, "graph, split backward")
+
+
+def test_cupy_and_jax_arrays() -> None:
+    """Other frameworks' arrays through the functional API, on the split paths: few long rows
+    (the cooperative backward, the split forward) as CuPy arrays, a strided CuPy view, and
+    JAX bf16 arrays; results come back as the caller's array type."""
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(11)
+    x64 = rng.standard_normal((16, 200_000))
+    dy64 = rng.standard_normal((16, 200_000))
+    x = cupy.asarray(x64, dtype=cupy.float32)
+    y = sparsemax(x)
+    assert isinstance(y, cupy.ndarray)
+    y_np = cupy.asnumpy(y).astype(np.float64)
+    _check(torch.from_numpy(y_np), reference.sparsemax(x64.astype(np.float32), -1),
+           ElementKind.F32, "cupy forward")  # fmt: skip
+    dx = sparsemax_backward(cupy.asarray(dy64, dtype=cupy.float32), y)
+    assert isinstance(dx, cupy.ndarray)
+    want = reference.sparsemax_backward(dy64.astype(np.float32).astype(np.float64), y_np, -1)
+    _check(torch.from_numpy(cupy.asnumpy(dx).astype(np.float64)), want, ElementKind.F32,
+           "cupy backward")  # fmt: skip
+    # a strided view along axis 0 (rows of 100000 two apart)
+    big = cupy.asarray(rng.standard_normal((200_000, 8)), dtype=cupy.float32)
+    xs = big[::2, 1:5]
+    ys = sparsemax(xs, axis=0)
+    _check(torch.from_numpy(cupy.asnumpy(ys).astype(np.float64)),
+           reference.sparsemax(cupy.asnumpy(xs).astype(np.float64), 0), ElementKind.F32,
+           "cupy strided forward")  # fmt: skip
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    xj = jnp.asarray(x64[:4, :131072], dtype=jnp.bfloat16)
+    yj = sparsemax(xj)
+    assert type(yj).__module__.startswith("jax")
+    yj_np = np.asarray(yj).astype(np.float64)
+    _check(torch.from_numpy(yj_np), reference.sparsemax(np.asarray(xj).astype(np.float64), -1),
+           ElementKind.BF16, "jax forward")  # fmt: skip
+    dyj = jnp.asarray(dy64[:4, :131072], dtype=jnp.bfloat16)
+    dxj = sparsemax_backward(dyj, yj)
+    assert type(dxj).__module__.startswith("jax")
+    want = reference.sparsemax_backward(np.asarray(dyj).astype(np.float64), yj_np, -1)
+    _check(torch.from_numpy(np.asarray(dxj).astype(np.float64)), want, ElementKind.BF16,
+           "jax backward")  # fmt: skip
