@@ -1174,18 +1174,22 @@ __device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i
   const T* dyr = dy + dot(cd, sdyo, outer.rank) + b * sdy;
   const T* yr = y + dot(cd, syo, outer.rank) + b * sy;
   T* dxr = dx + dot(cd, sdxo, outer.rank) + b * sdx;
-  for (int w = threadIdx.x; w < (m + 31) / 32; w += blockDim.x) mask_sh[w] = 0u;
-  __syncthreads();
   const int nv = vec ? m / L : 0, tail = nv * L;
-  A s = 0;
-  int cnt = 0;
-  for (int c0 = threadIdx.x; c0 < nv; c0 += kCoopU * blockDim.x) {
-    uint4 w[kCoopU];
+  uint4 w[kCoopU];
+  auto load = [&](int c0) {
 #pragma unroll
     for (int u = 0; u < kCoopU; ++u) {
       const int c = c0 + u * blockDim.x;
       if (c < nv) w[u] = __ldcs(reinterpret_cast<const uint4*>(yr + (i64)c * L));
     }
+  };
+  load(threadIdx.x);  // the first round's loads in flight while the mask is cleared
+  for (int i = threadIdx.x; i < (m + 31) / 32; i += blockDim.x) mask_sh[i] = 0u;
+  __syncthreads();
+  A s = 0;
+  int cnt = 0;
+  for (int c0 = threadIdx.x; c0 < nv; c0 += kCoopU * blockDim.x) {
+    if (c0 != (int)threadIdx.x) load(c0);
 #pragma unroll
     for (int u = 0; u < kCoopU; ++u) {
       const int c = c0 + u * blockDim.x;
