@@ -673,8 +673,12 @@ __device__ __forceinline__ LbNodes<S> lb_nodes(const Params& P, i64 lines, i64 p
           reinterpret_cast<S*>(b + fbytes), off_sh, per_line, levels, rbits, width};
 }
 
-__device__ __forceinline__ i64 lb_next_tile(const Params& P) {
-  return (i64)atomicAdd(static_cast<unsigned long long*>(P.lb), 1ull);
+// Block-collective: the next tile in counter order (thread 0 takes it for the block; the
+// barrier publishes it). `tile_sh` is rewritten only after the tile's closing barrier.
+__device__ __forceinline__ i64 lb_take_tile(const Params& P, i64& tile_sh) {
+  if (threadIdx.x == 0) tile_sh = (i64)atomicAdd(static_cast<unsigned long long*>(P.lb), 1ull);
+  __syncthreads();
+  return tile_sh;
 }
 
 __device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
@@ -828,9 +832,7 @@ __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
   __shared__ i64 off_sh[kLbMaxLevels];
   const LbNodes<S> lb = lb_nodes<S>(P, P.rows, P.nchunks, 1, off_sh);
   for (;;) {
-    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
-    __syncthreads();
-    const i64 tile = tile_sh;
+    const i64 tile = lb_take_tile(P, tile_sh);
     if (tile >= tiles) return;
     const i64 row = tile / P.nchunks;
     const i64 chunk = tile - row * P.nchunks;
@@ -978,9 +980,7 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
   const i64 dir = P.reverse ? -1 : 1;
   const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width, sh.off);
   for (;;) {
-    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
-    __syncthreads();
-    const i64 tile = tile_sh;
+    const i64 tile = lb_take_tile(P, tile_sh);
     if (tile >= tiles) return;
     const i64 chunk = tile / P.groups;
     const i64 group = tile - chunk * P.groups;
@@ -1530,9 +1530,7 @@ __device__ void scan_lb_pairs(const Params& P) {
   const i64 dir = P.reverse ? -1 : 1;
   const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, 32, off_sh);
   for (;;) {
-    if (threadIdx.x == 0) tile_sh = lb_next_tile(P);
-    __syncthreads();
-    const i64 tile = tile_sh;
+    const i64 tile = lb_take_tile(P, tile_sh);
     if (tile >= tiles) return;
     const i64 chunk = tile / hgroups;
     const i64 h = tile - chunk * hgroups;

@@ -230,8 +230,7 @@ def _coop(module: LoadedModule, split: RowSplit) -> bool:
     """Whether the split backward takes the one cooperative kernel (SPLIT_COOP)."""
     if not (SPLIT_COOP and module.cooperative and split.piece <= SPLIT_COOP_PIECE):
         return False
-    if split.pieces > MAX_GRID_X or split.rows > MAX_GRID_YZ:
-        return False
+    # row_split keeps rows <= 65535 (grid y) and pieces to one wave (grid x)
     resident = module.resident_blocks("sparsemax_bwd_split_coop", SPLIT_BLOCK)
     return split.rows * split.pieces <= resident * module.sm_count
 
