@@ -1147,15 +1147,21 @@ __device__ __forceinline__ void bwd_split_zero(const T* dy, const T* y, T* dx, i
 
 // Split rows in one cooperative kernel (the host launches it cooperatively, so every block of
 // the grid (pieces, rows) is resident; pieces of at most kCoopPiece elements). Phase 1 streams
-// a piece once, kCoopU 16-byte vectors of y a thread in flight: a vector (an element, when
-// not vectorised) off the support gets dx = 0 at once, the support is kept as a bit mask in
-// shared memory and the piece's (sum, count) goes to the workspace. After a grid-wide
-// barrier each block reduces its row's pieces in piece order (deterministic) and writes the
-// vectors (elements) holding support only, reading dy there again (mostly from L2).
+// a piece once, kCoopU 16-byte vectors of y a thread in flight. The support is kept as a bit
+// mask in shared memory, and its vectors' dy (loaded for the sum) in a shared list of up to
+// kCoopList vectors. The piece's (sum, count) goes to the workspace and thread 0 arrives at
+// the grid barrier; only then does each thread store dx = 0 on its last round's vectors off
+// the support (earlier rounds' zeros go out while the next round loads), so those stores
+// drain while the barrier fills. After it, warp 0 sums the row's pieces in piece order
+// (deterministic) and the block writes the support's vectors: from the list, or, when the
+// support overflowed it, by the mask, reading dy there again (mostly from L2). Elements past
+// the last whole vector (and every element when not vectorised) go one at a time.
 // dx may be dy or y: phase 1 writes only vectors without support, whose dy is not read again
-// and whose y is 0 already; phase 2 reads only dy, on vectors phase 1 left alone.
+// and whose y is 0 already; phase 2 reads only dy, on vectors phase 1 left alone. Other
+// blocks read only the (sum, count) thread 0 wrote before its release at the barrier.
 constexpr int kCoopPiece = 65536;
 constexpr int kCoopU = 8;
+constexpr int kCoopList = 512;
 
 template <typename T, typename A>
 __device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i64 rows, i64 n,
@@ -1164,7 +1170,12 @@ __device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i
                                                i64 sdy, i64 sy, i64 sdx, int flags, A* ws_s,
                                                int* ws_c, i64 len, i64 pieces) {
   constexpr int L = Vec16<T>::kLanes;
+  constexpr unsigned kLm = L >= 32 ? ~0u : (1u << L) - 1u;
   __shared__ unsigned mask_sh[kCoopPiece / 32];
+  __shared__ uint4 list_dy[kCoopList];
+  __shared__ int list_c[kCoopList];
+  __shared__ int listed;
+  __shared__ A mean_sh;
   const bool vec = (flags & 1) && L > 1;
   const i64 r = blockIdx.y, p = blockIdx.x;
   Coord cd;
@@ -1183,13 +1194,25 @@ __device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i
       if (c < nv) w[u] = __ldcs(reinterpret_cast<const uint4*>(yr + (i64)c * L));
     }
   };
+  unsigned zero = 0u;  // vectors c0z + u * blockDim.x still to get dx = 0
+  int c0z = 0;
+  auto store_zeros = [&]() {
+    const A z[L] = {};
+#pragma unroll
+    for (int u = 0; u < kCoopU; ++u)
+      if ((zero >> u) & 1u) st16cs<T, A, L>(dxr + (i64)(c0z + u * blockDim.x) * L, z);
+    zero = 0u;
+  };
   load(threadIdx.x);  // the first round's loads in flight while the mask is cleared
   for (int i = threadIdx.x; i < (m + 31) / 32; i += blockDim.x) mask_sh[i] = 0u;
+  if (threadIdx.x == 0) listed = 0;
   __syncthreads();
   A s = 0;
   int cnt = 0;
   for (int c0 = threadIdx.x; c0 < nv; c0 += kCoopU * blockDim.x) {
     if (c0 != (int)threadIdx.x) load(c0);
+    store_zeros();
+    c0z = c0;
 #pragma unroll
     for (int u = 0; u < kCoopU; ++u) {
       const int c = c0 + u * blockDim.x;
@@ -1200,8 +1223,9 @@ __device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i
 #pragma unroll
       for (int l = 0; l < L; ++l) bits |= (v[l] > A(0) ? 1u : 0u) << l;
       if (bits != 0) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(dyr + (i64)c * L);
         A g[L];
-        Pack<T>::unpack(*reinterpret_cast<const uint4*>(dyr + (i64)c * L), g);
+        Pack<T>::unpack(raw, g);
 #pragma unroll
         for (int l = 0; l < L; ++l) {
           if ((bits >> l) & 1u) {
@@ -1210,9 +1234,13 @@ __device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i
           }
         }
         atomicOr(&mask_sh[(c * L) >> 5], bits << ((c * L) & 31));
+        const int at = atomicAdd(&listed, 1);
+        if (at < kCoopList) {
+          list_dy[at] = raw;
+          list_c[at] = c;
+        }
       } else {
-        const A z[L] = {};
-        st16cs<T, A, L>(dxr + (i64)c * L, z);
+        zero |= 1u << u;
       }
     }
   }
@@ -1226,27 +1254,51 @@ __device__ __forceinline__ void bwd_split_coop(const T* dy, const T* y, T* dx, i
       dxr[e * sdx] = from_acc<T>(A(0));
     }
   }
-  group_sum2<kStreamBlock>(s, cnt);
+  group_sum2<kStreamBlock>(s, cnt);  // ends with the block's mask and list complete
+  unsigned token = 0u;
   if (threadIdx.x == 0) {
     ws_s[r * pieces + p] = s;
     ws_c[r * pieces + p] = cnt;
+    token = grid_arrive();
   }
-  grid_sync();
-  A rs = 0;
-  int rc = 0;
-  for (i64 q = threadIdx.x; q < pieces; q += blockDim.x) {
-    rs += __ldcg(ws_s + r * pieces + q);
-    rc += __ldcg(ws_c + r * pieces + q);
+  store_zeros();
+  if (threadIdx.x < 32) {
+    if (threadIdx.x == 0) grid_wait(token);
+    __syncwarp();
+    A rs = 0;
+    int rc = 0;
+    for (i64 q = threadIdx.x; q < pieces; q += 32) {
+      rs += __ldcg(ws_s + r * pieces + q);
+      rc += __ldcg(ws_c + r * pieces + q);
+    }
+    rs = lanes_sum<32>(rs);
+    rc = lanes_sum<32>(rc);
+    if (threadIdx.x == 0) mean_sh = rc > 0 ? rs / (A)rc : A(0);
   }
-  const A mean = group_mean<kStreamBlock>(rs, rc);
-  for (int c = threadIdx.x; c < nv; c += blockDim.x) {
-    const unsigned bits = (mask_sh[(c * L) >> 5] >> ((c * L) & 31)) & ((1u << L) - 1u);
-    if (bits == 0) continue;
+  __syncthreads();
+  const A mean = mean_sh;
+  auto write = [&](int c, const uint4& raw) {
+    const unsigned bits = (mask_sh[(c * L) >> 5] >> ((c * L) & 31)) & kLm;
     A g[L], o[L];
-    Pack<T>::unpack(*reinterpret_cast<const uint4*>(dyr + (i64)c * L), g);
+    Pack<T>::unpack(raw, g);
 #pragma unroll
     for (int l = 0; l < L; ++l) o[l] = ((bits >> l) & 1u) ? g[l] - mean : A(0);
     st16cs<T, A, L>(dxr + (i64)c * L, o);
+  };
+  if (listed <= kCoopList) {
+    for (int i = threadIdx.x; i < listed; i += blockDim.x) write(list_c[i], list_dy[i]);
+  } else {  // the support overflowed the list: find its vectors by the mask's words
+    constexpr int kVw = 32 / L;  // vectors a mask word
+    for (int wi = threadIdx.x; wi * kVw < nv; wi += blockDim.x) {
+      unsigned word = mask_sh[wi];
+      while (word != 0u) {
+        const int j = (__ffs(word) - 1) / L;
+        word &= ~(kLm << (j * L));
+        const int c = wi * kVw + j;
+        if (c >= nv) break;
+        write(c, *reinterpret_cast<const uint4*>(dyr + (i64)c * L));
+      }
+    }
   }
   for (int e = tail + threadIdx.x; e < m; e += blockDim.x)
     if ((mask_sh[e >> 5] >> (e & 31)) & 1u) dxr[e * sdx] = from_acc<T>(to_acc(dyr[e * sdy]) - mean);

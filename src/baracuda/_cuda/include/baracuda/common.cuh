@@ -47,24 +47,36 @@ constexpr int kMaxRank = 8;
 // barrier word: 1, or for block (0, 0, 0) 2^31 - (blocks - 1), so the word's top bit flips
 // when the last block arrives and its low bits are back where they were. Release on
 // arrival, acquire while polling.
+// Split form, for one thread a block (the caller synchronises its block around it):
+// grid_arrive() returns a token for grid_wait(token), which returns once every block has
+// arrived. Work between the two overlaps the barrier; the release covers only what the
+// arriving thread wrote (and what its block made visible to it before, e.g. by
+// __syncthreads).
+__device__ __forceinline__ unsigned* grid_barrier_word() {
+  unsigned hi, lo;
+  asm("mov.u32 %0, %%envreg1;" : "=r"(hi));
+  asm("mov.u32 %0, %%envreg2;" : "=r"(lo));
+  // struct grid_workspace { unsigned wsSize; unsigned barrier; }
+  return reinterpret_cast<unsigned*>(((unsigned long long)hi << 32 | lo) + 4);
+}
+__device__ __forceinline__ unsigned grid_arrive() {
+  const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+  const unsigned add = blockIdx.x + blockIdx.y + blockIdx.z == 0 ? 0x80000000u - (blocks - 1) : 1u;
+  unsigned old;
+  asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;"
+               : "=r"(old) : "l"(grid_barrier_word()), "r"(add) : "memory");
+  return old;
+}
+__device__ __forceinline__ void grid_wait(unsigned token) {
+  const unsigned* bar = grid_barrier_word();
+  unsigned now;
+  do {
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(now) : "l"(bar) : "memory");
+  } while (((token ^ now) & 0x80000000u) == 0);
+}
 __device__ __forceinline__ void grid_sync() {
   __syncthreads();
-  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
-    unsigned hi, lo;
-    asm("mov.u32 %0, %%envreg1;" : "=r"(hi));
-    asm("mov.u32 %0, %%envreg2;" : "=r"(lo));
-    // struct grid_workspace { unsigned wsSize; unsigned barrier; }
-    unsigned* bar = reinterpret_cast<unsigned*>(((unsigned long long)hi << 32 | lo) + 4);
-    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
-    const unsigned add =
-        blockIdx.x + blockIdx.y + blockIdx.z == 0 ? 0x80000000u - (blocks - 1) : 1u;
-    unsigned old, now;
-    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(bar), "r"(add)
-                 : "memory");
-    do {
-      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(now) : "l"(bar) : "memory");
-    } while (((old ^ now) & 0x80000000u) == 0);
-  }
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) grid_wait(grid_arrive());
   __syncthreads();
 }
 
