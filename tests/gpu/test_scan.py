@@ -389,8 +389,9 @@ def test_workspace_too_small() -> None:
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Enough rows for a warp per row with long rows, on the pipelined kernel (pipe1): n is
-    3.5 tiles + one vector (tile = 1 KiB of the dtype), so the prefetch ring reloads, and the
-    last tile has whole-vector lanes, a lane straddling the end and empty lanes; both ways."""
+    9.5 tiles + one vector (tile = 1 KiB of the dtype), so the prefetch registers (scan.cu,
+    kPipe) are refilled several times, and the last tile has whole-vector lanes, a lane
+    straddling the end and empty lanes; both ways."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
@@ -398,7 +399,7 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
     names = launched_kernels(monkeypatch)
     rows = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 3
     tile = 1024 // element.itemsize
-    n = 3 * tile + tile // 2 + 16 // element.itemsize
+    n = 9 * tile + tile // 2 + 16 // element.itemsize
     x = torch.from_numpy(make_input(kind, (rows, n), 11)).to("cuda", torch_dtype(element))
     for reverse in (False, True):
         names.clear()

@@ -250,6 +250,41 @@ def test_backward_split_support_lists(
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("in_place", ["out", "dx_is_dy"])
+def test_backward_coop_support_list_boundary(element: ElementKind, in_place: str) -> None:
+    """The cooperative split backward keeps up to 512 support vectors a piece in a shared
+    list (sparsemax.cu, kCoopList) and finds wider supports by the mask: pieces holding
+    511, 512 and 513 vectors with support (one element each, on every lane in turn), a piece
+    of all support and an empty one, around a row of all support."""
+    rows, n, pad = 3, 131072 + 27, 5  # rows padded to 16-byte starts, a partial last vector
+    split = row_split((rows, n), -1, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert split is not None
+    lanes = 16 // element.itemsize
+    piece = split.piece
+    counts = [511, 512, 513, piece // lanes, 0]
+    assert split.pieces >= len(counts) and piece // lanes > 513
+    rng = np.random.default_rng(11)
+    mask = np.zeros((rows, n), dtype=bool)
+    for p, k in enumerate(counts):
+        v = np.arange(k)
+        mask[0, p * piece + v * lanes + v % lanes] = True
+    mask[1] = True
+    mask[2, -3:] = True  # support only past the last whole vector
+    dt = torch_dtype(element)
+    y64 = np.pad(np.where(mask, rng.random((rows, n)) + 0.01, 0.0), ((0, 0), (0, pad)))
+    y = torch.from_numpy(y64).to(dt).cuda()[:, :n]
+    dy = torch.from_numpy(rng.standard_normal((rows, n + pad))).to(dt).cuda()[:, :n]
+    want = reference.sparsemax_backward(dy.to("cpu", torch.float64).numpy(),
+                                        y.to("cpu", torch.float64).numpy(), -1)  # fmt: skip
+    s = _stream()
+    plan = SparsemaxBackwardPlan.select(s, SparsemaxBackwardDescriptor((rows, n), -1, element))
+    dx = dy if in_place == "dx_is_dy" else poisoned((rows, n + pad), element)[:, :n]
+    plan.run(s, Workspace.allocate(plan.workspace_size(), s), SparsemaxBackwardArgs(dy, y, dx))
+    _check(dx, want, element, f"coop list boundary {in_place} ({plan.last_variant})")
+    assert "/coop" in plan.last_variant and "/vec16" in plan.last_variant, plan.last_variant
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 @pytest.mark.parametrize("n", [7, 1000, 5000, 40000])
 def test_backward_matches_torch_autograd_of_sort_formula(element: ElementKind, n: int) -> None:
     x = torch.randn(6, n, dtype=torch.float64, requires_grad=True)
