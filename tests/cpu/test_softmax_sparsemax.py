@@ -337,6 +337,8 @@ def test_split_backward_in_one_cooperative_kernel(monkeypatch: pytest.MonkeyPatc
     # the piece limit mirrors the kernel's shared-memory mask (sparsemax.cu, kCoopPiece)
     cu = (Path(_rows.__file__).parent / "sparsemax.cu").read_text()
     assert f"constexpr int kCoopPiece = {_rows.SPLIT_COOP_PIECE};" in cu
+    # the GPU test test_backward_coop_support_list_boundary brackets the support list's size
+    assert "constexpr int kCoopList = 512;" in cu
 
 
 def test_row_split_for_few_long_rows() -> None:
