@@ -250,6 +250,36 @@ def test_backward_split_support_lists(
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+@pytest.mark.parametrize("rows", [64, 128])
+@pytest.mark.parametrize("in_place", ["out", "dx_is_dy"])
+def test_backward_coop_rounds(element: ElementKind, rows: int, in_place: str) -> None:
+    """The cooperative split backward on pieces longer than one round of loads (8 vectors a
+    thread): 64 or 128 rows of 131072 take 4 or 2 pieces of 32768 or 65536 elements a row on
+    a 132-SM GPU, 1-8 rounds by dtype. Each round's zeros are stored after the next round's
+    loads are issued, the last round's after the block arrives at the grid barrier. Row 0 is
+    all support, row 1 has none, row 2 is support on its first half, the rest sparse."""
+    n = 131072
+    split = row_split((rows, n), -1, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert split is not None
+    rng = np.random.default_rng(rows)
+    mask = rng.random((rows, n)) < 2e-4
+    mask[0] = True
+    mask[1] = False
+    mask[2, : n // 2] = True
+    dt = torch_dtype(element)
+    y = torch.from_numpy(np.where(mask, rng.random((rows, n)) + 0.01, 0.0)).to(dt).cuda()
+    dy = torch.from_numpy(rng.standard_normal((rows, n))).to(dt).cuda()
+    want = reference.sparsemax_backward(dy.to("cpu", torch.float64).numpy(),
+                                        y.to("cpu", torch.float64).numpy(), -1)  # fmt: skip
+    s = _stream()
+    plan = SparsemaxBackwardPlan.select(s, SparsemaxBackwardDescriptor((rows, n), -1, element))
+    dx = dy if in_place == "dx_is_dy" else poisoned((rows, n), element)
+    plan.run(s, Workspace.allocate(plan.workspace_size(), s), SparsemaxBackwardArgs(dy, y, dx))
+    _check(dx, want, element, f"coop rounds {rows}x{n} {in_place} ({plan.last_variant})")
+    assert plan.last_variant == f"split{split.pieces}/coop/vec16", plan.last_variant
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 @pytest.mark.parametrize("in_place", ["out", "dx_is_dy"])
 def test_backward_coop_support_list_boundary(element: ElementKind, in_place: str) -> None:
     """The cooperative split backward keeps up to 512 support vectors a piece in a shared
