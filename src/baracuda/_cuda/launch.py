@@ -49,7 +49,8 @@ def launch(
 
     ``cooperative``: every block of the grid is resident at once, or the launch fails
     (``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE``; the caller sizes the grid by occupancy), so
-    the kernel may synchronise its whole grid (``bc::grid_sync()``, common.cuh)."""
+    the kernel may synchronise its whole grid (``bc::grid_arrive`` / ``bc::grid_wait``,
+    common.cuh)."""
     pointers = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
     if dependent or cooperative:
         cfg = _configs.get(dependent, cooperative)

@@ -40,17 +40,17 @@ typedef long long i64;
 constexpr int kMaxRank = 8;
 
 // Grid-wide barrier of a cooperative launch (baracuda._cuda.launch, cooperative=True: every
-// block resident). This is the body of cooperative_groups::this_grid().sync(), whose header
+// block resident), the body of cooperative_groups::this_grid().sync(), whose header
 // needs CCCL's <nv/target>, which the CUDA runtime-header wheels do not ship. The driver
 // gives a cooperative launch a workspace, its address in %envreg1 (high word) and %envreg2
 // (low word), cooperative_groups/details/driver_abi.h. Thread 0 of every block adds to its
 // barrier word: 1, or for block (0, 0, 0) 2^31 - (blocks - 1), so the word's top bit flips
 // when the last block arrives and its low bits are back where they were. Release on
-// arrival, acquire while polling.
-// Split form, for one thread a block (the caller synchronises its block around it):
-// grid_arrive() returns a token for grid_wait(token), which returns once every block has
-// arrived. Work between the two overlaps the barrier; the release covers only what the
-// arriving thread wrote (and what its block made visible to it before, e.g. by
+// arrival, acquire while polling. One thread a block calls grid_arrive(), which returns a
+// token, and later grid_wait(token), which returns once every block has arrived; the caller
+// synchronises its block around both (__syncthreads() before arriving and after waiting is
+// this_grid().sync()). Work between the two overlaps the barrier; the release covers only
+// what the arriving thread wrote (and what its block made visible to it before, e.g. by
 // __syncthreads).
 __device__ __forceinline__ unsigned* grid_barrier_word() {
   unsigned hi, lo;
@@ -73,11 +73,6 @@ __device__ __forceinline__ void grid_wait(unsigned token) {
   do {
     asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(now) : "l"(bar) : "memory");
   } while (((token ^ now) & 0x80000000u) == 0);
-}
-__device__ __forceinline__ void grid_sync() {
-  __syncthreads();
-  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) grid_wait(grid_arrive());
-  __syncthreads();
 }
 
 // Mirrors baracuda._cuda.abi.Shape / Strides (ctypes): passed by value.
