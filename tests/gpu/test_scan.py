@@ -196,6 +196,7 @@ def test_scan_three_pass_chunks(kind: ScanKind, element: ElementKind,
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "LOOKBACK", False)
+    monkeypatch.setattr(K, "COOP_ROWS", False)
     shape, axis = case
     for reverse in (False, True):
         for name, x in layouts(shape, torch_dtype(element), kind).items():
@@ -211,6 +212,7 @@ def test_lookback_is_deterministic(shape_axis: tuple[tuple[int, ...], int], kind
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "LOOKBACK_ROWS", True)
+    monkeypatch.setattr(K, "COOP_ROWS", False)
     shape, axis = shape_axis
     x = torch.from_numpy(make_input(kind, shape, 9)).to("cuda", torch.float32)
     first, _ = run_forward(kind, x, axis, False)
@@ -256,6 +258,7 @@ def test_lookback_rows(kind: ScanKind, element: ElementKind, case: tuple[tuple[i
 
     monkeypatch.setattr(K, "LOOKBACK_ROWS", on)
     monkeypatch.setattr(K, "LOOKBACK_FLAGGED", on)
+    monkeypatch.setattr(K, "COOP_ROWS", False)
     names = launched_kernels(monkeypatch)
     shape, axis = case
     for reverse in (False, True):
@@ -407,10 +410,68 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
         assert any(nm.endswith("_pipe1") for nm in names), names
 
 
-@pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0)], ids=str)
+def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
+    """Inputs of the cooperative kernel (scan_coop) for one op and dtype: 13 pieces of 3
+    lines with a partial last tile and warps of 0-1 tiles, a view whose lines start 8
+    elements into longer rows, 65 lines of 2 pieces, one line of 2^20 + 8 positions, and for
+    cumsum in 4- and 8-byte types 2 lines of 32 MiB, where every warp keeps part of its tiles
+    in shared memory and reads the rest again (the tile logic is the same for every op).
+    cumprod takes random signs (exact products that depend on every carry)."""
+    dt = torch_dtype(element)
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        if kind is ScanKind.CUMPROD:
+            xn = np.random.default_rng(seed).choice([-1.0, 1.0], shape)
+        else:
+            xn = make_input(kind, shape, seed)
+        return torch.from_numpy(xn).to("cuda", dt)
+
+    cases = [
+        ("3 x 100008", make((3, 100_008), 22)),
+        ("sliced 3 x 100008", make((3, 100_016), 23)[:, 8:]),
+        ("65 x 40000", make((65, 40_000), 24)),
+        ("1 x (2^20 + 8)", make((2**20 + 8,), 25)),
+    ]
+    if kind is ScanKind.CUMSUM and element.itemsize >= 4:  # tiles past shared memory
+        cases.append(("2 lines of 32 MiB", make((2, 2**25 // element.itemsize), 21)))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
+                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Few long contiguous lines on the cooperative kernel (COOP_ROWS), both ways, forward
+    and backward against the float64 reference; the cumsum forward also bit for bit
+    repeatable, and the three passes (COOP_ROWS off) within the same tolerance."""
+    from baracuda.scan import _kernels as K
+
+    assert K.COOP_ROWS
+    names = launched_kernels(monkeypatch)
+    for what, x in _coop_cases(kind, element):
+        for reverse in (False, True):
+            names.clear()
+            check_op(kind, element, x, -1, reverse, f"coop {what} rev={reverse}")
+            assert any(nm.endswith("_coop") for nm in names), (what, names)
+        if kind is ScanKind.CUMSUM:
+            first, _ = run_forward(kind, x, -1, False)
+            again, _ = run_forward(kind, x, -1, False)
+            assert torch.equal(first, again), what
+            monkeypatch.setattr(K, "COOP_ROWS", False)
+            names.clear()
+            three, _ = run_forward(kind, x, -1, False)
+            assert not any(nm.endswith("_coop") for nm in names), names
+            monkeypatch.setattr(K, "COOP_ROWS", True)
+            ref = R.scan(kind, _np64(x), x.dim() - 1, False)
+            assert_close(three, ref, element, scale=scale_of(kind, x.shape[-1]), what=what)
+
+
+@pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0), ((2, 2**20), 1)],
+                         ids=str)  # fmt: skip
 def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int]) -> None:
     """A look-back scan (workspace zeroing + kernel) captured in a CUDA graph and replayed
-    twice on new inputs: the tile counter and flags are reset by every replay."""
+    twice on new inputs: the tile counter and flags are reset by every replay. (2, 2^20)
+    takes the cooperative kernel: a cooperative launch in a graph."""
     shape, axis = shape_axis
     x = torch.randn(shape, device="cuda")
     y = torch.empty_like(x)

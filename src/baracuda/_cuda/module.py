@@ -21,6 +21,7 @@ class LoadedModule:
         "_functions",
         "_object_code",
         "_resident",
+        "_static_smem",
         "arch",
         "cooperative",
         "device_id",
@@ -45,6 +46,7 @@ class LoadedModule:
             self._load(compile_cubin(source, element, self.arch, refresh=True))
         self._dyn_smem: dict[str, int] = {}
         self._resident: dict[tuple[str, int, int], int] = {}
+        self._static_smem: dict[str, int] = {}
 
     def _load(self, cubin: bytes) -> None:
         from cuda.core import ObjectCode
@@ -67,6 +69,17 @@ class LoadedModule:
             check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({op})")
             self._dyn_smem[op] = dynamic_smem
         return fn
+
+    def static_smem(self, op: str) -> int:
+        """Bytes of static shared memory of entry ``op`` (the driver's function attribute)."""
+        n = self._static_smem.get(op)
+        if n is None:
+            drv = driver()
+            attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+            n = int(check(drv.cuFuncGetAttribute(attr, self._functions[op]),
+                          f"cuFuncGetAttribute({op})"))  # fmt: skip
+            self._static_smem[op] = n
+        return n
 
     def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
         """Blocks of ``block`` threads of entry ``op`` that one SM holds at once (the driver's

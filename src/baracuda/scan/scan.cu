@@ -1229,6 +1229,30 @@ __device__ __forceinline__ void load32(Raw32& r, const void* p) {  // p: 16-byte
   r.w[1] = __ldg(vp + 1);
 }
 
+// A lane's K positions qt..qt+K-1 of a tile of which the first `valid` lie before the end:
+// two vectors from `p` when all do, else one element at a time from the line `src` (zeros
+// past the end).
+template <typename T, int K, bool kRev>
+__device__ __forceinline__ void load_partial(Raw32& cur, const T* src, const T* p, i64 qt,
+                                             int valid, i64 n) {
+  constexpr int L = 16 / sizeof(T);
+  cur.w[0] = cur.w[1] = make_int4(0, 0, 0, 0);
+  if (valid == K) {
+    load32(cur, p);
+    return;
+  }
+  Vec16<T> v[2];
+  memcpy(&v[0], &cur.w[0], 16);
+  memcpy(&v[1], &cur.w[1], 16);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int i = kRev ? K - 1 - k : k;
+    if (k < valid) v[i / L].v[i % L] = src[kRev ? n - 1 - (qt + k) : qt + k];
+  }
+  memcpy(&cur.w[0], &v[0], 16);
+  memcpy(&cur.w[1], &v[1], 16);
+}
+
 // Scans one tile (this lane: scan positions qt..qt+K-1, physical ones from `row`, the first
 // `valid` of them before the end) from `carry` and stores it unless `reduce`; returns the
 // carry after the tile. kFull: every lane's K positions lie before the end (valid == K).
@@ -1326,25 +1350,11 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
                                                    reduce);
       }
     }
-    if (q0 + nfull * TILE < q1) {  // the partial last tile, scalar where a lane's K straddle q1
+    if (q0 + nfull * TILE < q1) {  // the partial last tile
       const i64 qt = lq + nfull * TILE;
       const int valid = (int)max((i64)0, min((i64)K, q1 - qt));
       Raw32 cur;
-      cur.w[0] = cur.w[1] = make_int4(0, 0, 0, 0);
-      if (valid == K) {
-        load32(cur, px + nfull * step);
-      } else {
-        Vec16<T> v[2];
-        memcpy(&v[0], &cur.w[0], 16);
-        memcpy(&v[1], &cur.w[1], 16);
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-          const int i = kRev ? K - 1 - k : k;
-          if (k < valid) v[i / L].v[i % L] = src[kRev ? n - 1 - (qt + k) : qt + k];
-        }
-        memcpy(&cur.w[0], &v[0], 16);
-        memcpy(&cur.w[1], &v[1], 16);
-      }
+      load_partial<T, K, kRev>(cur, src, px + nfull * step, qt, valid, n);
       carry = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qt, valid, n, carry, dst, reduce);
     }
     if (reduce && lane == 0) static_cast<S*>(P.agg)[item] = carry;
@@ -1354,6 +1364,197 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
 template <typename T, typename A, class Op>
 __device__ void scan_pipe(const Params& P) {
   BC_SCAN_BY_DIRECTION(scan_pipe_dir, T, A, Op);
+}
+
+// ----------------------------------------- cooperative pieces of long lines (coop)
+// Few long lines of pipe1's ops, under pipe1's launch condition: a cooperative launch of one
+// block of kCoopWarps warps per SM, block `item` = line * nchunks + piece scanning positions
+// [piece * chunk_len, +chunk_len) of its line, each warp a run of whole tiles (32 bytes a
+// lane) of the piece. Phase 1 reads the piece once: each warp keeps its first P.groups tiles
+// in shared memory (as loaded) and folds every tile into its lane's totals. The block's total
+// goes to P.agg[item], the grid synchronises (bc::grid_arrive / grid_wait), and each block
+// takes its carry from the totals of its line's pieces before it, combined in order
+// (deterministic). Phase 2 scans and stores: first the tiles past shared memory, read again
+// (phase 1 read them last, after the kept tiles, which it marks evict-first in L2; the first
+// kPipe of them are loaded before the barrier), then the kept tiles. Where the pieces fit in shared memory,
+// every element is read from memory once. A warp's tiles past shared memory start from its
+// carry combined with the fold of its kept tiles, which takes the ops to be commutative
+// (sum, prod, lse are).
+constexpr int kCoopWarps = 32;
+
+// The L2 eviction policy evict-first (createpolicy, sm_80+), for loads of lines read once.
+// (Evict-last on the tiles read again measured 1-2 us faster on (2, 2^23) but outlives the
+// kernel: its lines crowd L2 for the kernels after it, which ran up to 2x slower.)
+__device__ __forceinline__ unsigned long long l2_evict_first() {
+  unsigned long long pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+
+// load32 under an L2 eviction policy.
+__device__ __forceinline__ void load32_policy(Raw32& r, const void* p, unsigned long long pol) {
+  const int4* vp = static_cast<const int4*>(p);
+#pragma unroll
+  for (int u = 0; u < 2; ++u)
+    asm volatile("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(r.w[u].x), "=r"(r.w[u].y), "=r"(r.w[u].z), "=r"(r.w[u].w)
+                 : "l"(vp + u), "l"(pol));
+}
+
+// The fold of a lane's K elements of a tile into `acc` (pairwise).
+template <typename T, typename A, class Op, int K>
+__device__ __forceinline__ typename Op::S fold_tile(const Op& op, const Raw32& r,
+                                                    typename Op::S acc) {
+  typedef typename Op::S S;
+  S s[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const A v = to_acc(raw_get<T, K, false>(r, k));
+    s[k] = op.make(&v, 0, 0);
+  }
+#pragma unroll
+  for (int d = 1; d < K; d <<= 1)
+#pragma unroll
+    for (int k = 0; k + d < K; k += 2 * d) s[k] = op.combine(s[k], s[k + d]);
+  return op.combine(acc, s[0]);
+}
+
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void scan_coop_dir(const Params& P) {
+  typedef typename Op::S S;
+  static_assert(Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut,
+                "coop takes one-input ops without neighbour or aux operands");
+  constexpr int L = 16 / sizeof(T);
+  constexpr int K = 2 * L;
+  constexpr int TILE = 32 * K;
+  extern __shared__ int4 coop_keep[];  // P.groups tiles a warp: [warp][tile][half][lane]
+  __shared__ S warp_sum[kCoopWarps];
+  __shared__ S warp_carry[kCoopWarps];
+  const Op op{P.mode};
+  const int lane = threadIdx.x & 31;
+  const int w = threadIdx.x >> 5;
+  const i64 n = P.n;
+  const i64 item = blockIdx.x;
+  const i64 line = item / P.nchunks;
+  const i64 piece = item - line * P.nchunks;
+  const i64 q0 = piece * P.chunk_len;
+  const i64 q1 = min(n, q0 + P.chunk_len);
+  // The host's launch condition; anything else would misalign the vectors.
+  if (!P.vec || P.chunk_len % TILE != 0 || ((kRev ? n - q0 : q0) & (L - 1)) != 0 ||
+      blockDim.x != 32 * kCoopWarps)
+    __trap();
+  const i64 tiles = (q1 - q0 + TILE - 1) / TILE;  // the last may be partial
+  const i64 s0 = q0 + tiles * w / kCoopWarps * TILE;
+  const i64 s1 = min(q1, q0 + tiles * (w + 1) / kCoopWarps * TILE);
+  const i64 nfull = s1 > s0 ? (s1 - s0) / TILE : 0;
+  const int nkeep = (int)min((i64)P.groups, nfull);
+  Coord c;
+  unravel(line, P.outer, c);
+  const T* src = in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank);
+  T* dst = static_cast<T*>(P.op[OUT].ptr) + dot(c, P.op[OUT].outer, P.outer.rank);
+  const i64 lq = s0 + (i64)lane * K;  // this lane's first scan position in the warp's tile 0
+  const T* px = src + (kRev ? n - lq - K : lq);
+  const i64 step = kRev ? -(i64)TILE : (i64)TILE;
+  int4* keep = coop_keep + (i64)w * P.groups * 64 + lane;
+
+  // Phase 1: the kept tiles, then the others, folded into the lane's two totals.
+  S kept = op.identity(), rest = op.identity();
+  const unsigned long long first = l2_evict_first();
+#pragma unroll 1
+  for (int f = 0; f < nkeep; f += 2) {
+    Raw32 a, b;
+    load32_policy(a, px + f * step, first);
+    if (f + 1 < nkeep) load32_policy(b, px + (f + 1) * step, first);
+    kept = fold_tile<T, A, Op, K>(op, a, kept);
+    keep[(2 * f) * 32] = a.w[0];
+    keep[(2 * f + 1) * 32] = a.w[1];
+    if (f + 1 < nkeep) {
+      kept = fold_tile<T, A, Op, K>(op, b, kept);
+      keep[(2 * f + 2) * 32] = b.w[0];
+      keep[(2 * f + 3) * 32] = b.w[1];
+    }
+  }
+#pragma unroll 1
+  for (i64 f = nkeep; f < nfull; f += 2) {
+    Raw32 a, b;
+    load32(a, px + f * step);
+    if (f + 1 < nfull) load32(b, px + (f + 1) * step);
+    rest = fold_tile<T, A, Op, K>(op, a, rest);
+    if (f + 1 < nfull) rest = fold_tile<T, A, Op, K>(op, b, rest);
+  }
+  S excl, kept_sum, rest_sum;
+  group_scan<1>(op, kept, excl, kept_sum, static_cast<S*>(nullptr));
+  group_scan<1>(op, rest, excl, rest_sum, static_cast<S*>(nullptr));
+  const bool partial = s0 + nfull * TILE < s1;  // warp-uniform: the line's last tile
+  const i64 qp = lq + nfull * TILE;
+  const int valid = (int)max((i64)0, min((i64)K, s1 - qp));
+  if (partial) {
+    Raw32 cur;
+    load_partial<T, K, kRev>(cur, src, px + nfull * step, qp, valid, n);
+    rest_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, rest_sum, dst, true);
+  }
+  // The first tiles read again are loaded before the barrier: they need no carry.
+  Raw32 buf[kPipe];
+#pragma unroll
+  for (int d = 0; d < kPipe; ++d)
+    if (nkeep + d < nfull) load32(buf[d], px + (nkeep + d) * step);
+  if (lane == 0) warp_sum[w] = op.combine(kept_sum, rest_sum);
+  __syncthreads();
+  if (w == 0) {
+    S wex, block_sum;
+    group_scan<1>(op, warp_sum[lane], wex, block_sum, static_cast<S*>(nullptr));
+    S* agg = static_cast<S*>(P.agg);
+    if (lane == 0) {
+      agg[item] = block_sum;
+      grid_wait(grid_arrive());
+    }
+    __syncwarp();
+    // The totals of the pieces before this one: a run per lane in order, then the lanes'
+    // results in order.
+    const i64 per = (piece + 31) / 32;
+    const S* sums = agg + line * P.nchunks;
+    S part = op.identity();
+    for (i64 j = lane * per; j < min(piece, (lane + 1) * per); ++j)
+      part = op.combine(part, __ldcg(sums + j));
+    S pex, carry;
+    group_scan<1>(op, part, pex, carry, static_cast<S*>(nullptr));
+    warp_carry[lane] = op.combine(carry, wex);
+  }
+  __syncthreads();
+  const S carry0 = warp_carry[w];
+
+  // Phase 2: the tiles past shared memory (pipelined as in pipe1), then the kept ones.
+  S carry = op.combine(carry0, kept_sum);
+#pragma unroll 1
+  for (i64 f = nkeep; f < nfull; f += kPipe) {
+#pragma unroll
+    for (int d = 0; d < kPipe; ++d) {
+      const i64 ff = f + d;  // warp-uniform
+      if (ff >= nfull) break;
+      const Raw32 cur = buf[d];
+      if (ff + kPipe < nfull) load32(buf[d], px + (ff + kPipe) * step);
+      carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + ff * TILE, K, n, carry, dst,
+                                                 false);
+    }
+  }
+  if (partial) {
+    Raw32 cur;
+    load_partial<T, K, kRev>(cur, src, px + nfull * step, qp, valid, n);
+    pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, false);
+  }
+  carry = carry0;
+#pragma unroll 1
+  for (int f = 0; f < nkeep; ++f) {
+    Raw32 cur;
+    cur.w[0] = keep[(2 * f) * 32];
+    cur.w[1] = keep[(2 * f + 1) * 32];
+    carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + f * TILE, K, n, carry, dst, false);
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_coop(const Params& P) {
+  BC_SCAN_BY_DIRECTION(scan_coop_dir, T, A, Op);
 }
 
 template <typename T, typename A, class Op>
@@ -1677,6 +1878,15 @@ BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
+// Cooperative pieces of long lines: one block of 1024 threads per SM (at most 64 registers).
+#define BC_SCAN_COOP_ENTRY(name, OP)                                                         \
+  extern "C" __global__ void __launch_bounds__(1024, 1) BC_ENTRY(scan_##name##_coop)(      \
+      bc::scan::Params p) {                                                                  \
+    bc::scan::scan_coop<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
+  }
+BC_SCAN_COOP_ENTRY(sum, SumOp)
+BC_SCAN_COOP_ENTRY(prod, ProdOp)
+BC_SCAN_COOP_ENTRY(lse, LseOp)
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::scan::scan_lb_stage<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                          \
