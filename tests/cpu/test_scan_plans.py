@@ -94,6 +94,64 @@ def test_long_rows_are_split_across_blocks(monkeypatch: pytest.MonkeyPatch) -> N
     assert chunking("cols", 8192, 4096, 4, 132).layout == "cols"
 
 
+class _FakeModule:
+    """What coop_split reads of a LoadedModule: an H100-like device (132 SMs)."""
+
+    device_id = 0
+    sm_count = 132
+    cooperative = True
+
+    def __init__(self, resident: int) -> None:
+        self.resident = resident
+
+    def static_smem(self, op: str) -> int:
+        return 1536
+
+    def function(self, op: str, dynamic_smem: int = 0) -> None:
+        assert dynamic_smem + 1536 <= 232448, dynamic_smem
+
+    def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
+        return self.resident
+
+
+@pytest.mark.parametrize("resident", [1, 2])
+def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> None:
+    """coop_split: whole 1 KiB tiles, at least 2 pieces a line of a tile a warp, no more
+    blocks than resident (at most 2 an SM), the workspace holds every piece's total, and
+    None where the input would not fit in shared memory and L2 or the device lacks
+    cooperative launches."""
+    from baracuda._cuda.device import DeviceInfo
+    from baracuda.scan import _kernels as K
+
+    info = DeviceInfo(0, "H100", "sm_90", 132, 232448, 50 * 2**20, True)
+    monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    mod = _FakeModule(resident)
+    for itemsize in (2, 4, 8):
+        tile = 1024 // itemsize
+        for rows, n in [(1, 2**20), (2, 2**23 // itemsize * 2), (3, 100_008), (65, 40_000),
+                        (2, 20_000), (66, 2**16), (132, 2**16), (1, 3 * tile)]:  # fmt: skip
+            sp = K.coop_split(mod, "sum", rows, n, itemsize)  # type: ignore[arg-type]
+            if rows * n * itemsize > 132 * 229376 + info.l2_bytes:
+                assert sp is None
+                continue
+            if sp is None:
+                assert min(132 * resident // rows, n // (32 * tile)) < 2, (rows, n)
+                continue
+            assert sp.keep == 7 and sp.smem == 7 * 32 * 1024
+            assert sp.chunk_len % tile == 0 and sp.nchunks >= 2
+            assert (sp.nchunks - 1) * sp.chunk_len < n <= sp.nchunks * sp.chunk_len
+            assert sp.chunk_len >= 32 * tile
+            assert rows * sp.nchunks <= 132 * min(resident, 2)
+            assert state_bytes((rows, n), 1, itemsize, 132) >= rows * sp.nchunks * 16
+    assert K.coop_split(mod, "sum", 2, 2**26, 4) is None  # 512 MiB: past shared memory and L2
+    assert K.coop_split(mod, "max", 2, 2**20, 4) is None  # not a pipelined op
+    mod.cooperative = False
+    assert K.coop_split(mod, "sum", 2, 2**20, 4) is None
+    mod.cooperative = True
+    monkeypatch.setattr(K, "COOP_ROWS", False)
+    assert K.coop_split(mod, "sum", 2, 2**20, 4) is None
+
+
 def test_flag_strides_match_layouts() -> None:
     assert flag_strides((3, 5, 7), 1, "rows") == (35, 1, 5)
     assert flag_strides((3, 5, 7), 1, "cols") == (7, 21, 1)

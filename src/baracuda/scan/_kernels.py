@@ -182,9 +182,9 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
 # piece of a line, read once into shared memory where it fits, then scanned after a grid
 # barrier) where the device takes cooperative launches, pipe1's launch condition holds and
 # the input fits in the kept tiles and the L2 cache (more would be read twice from memory).
-# On the H100, cumsum over (2, 2^23) took 69.6 vs 85 us in f32 and 35.2 vs 55 us in bf16
-# (three passes), 64 x 131072 f32 33.2 vs 48.3 us, (2, 2^24) bf16 73.2 vs 98.5 us. Read at
-# each launch.
+# On the H100, cumsum over (2, 2^23) took 70.3-70.8 vs 84.6-85.5 us in f32 and 35.8-36.4 vs
+# 54.2-54.9 us in bf16 (three passes); other few-line shapes gained 25-35 % (docs/
+# benchmarks.md, round 7). Read at each launch.
 COOP_ROWS = True
 COOP_WARPS = 32
 COOP_TILE_BYTES = 1024  # a warp's tile: 32 lanes x 32 bytes
@@ -203,9 +203,9 @@ class CoopSplit:
 
 def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) -> CoopSplit | None:
     """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``): as many
-    as one block an SM allows (at most 2 an SM), none shorter than a tile a warp. None where
-    it does not apply: no cooperative launches, fewer than 2 pieces a line, or an input
-    larger than the kept tiles and the L2 cache together."""
+    as one block an SM allows (at most 2 an SM), none but the last shorter than a tile a
+    warp. None where it does not apply: no cooperative launches, fewer than 2 pieces a line,
+    or an input larger than the kept tiles and the L2 cache together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
         return None
     info = device_info(module.device_id)
@@ -218,7 +218,7 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) 
     if rows * n * itemsize > blocks * smem + info.l2_bytes:
         return None
     tile = COOP_TILE_BYTES // itemsize
-    pieces = min(blocks // rows, _cdiv(n, COOP_WARPS * tile))
+    pieces = min(blocks // rows, n // (COOP_WARPS * tile))
     if pieces < 2:
         return None
     chunk_len = _round_up(_cdiv(n, pieces), tile)
@@ -431,7 +431,7 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     if total == 0:
         return 0
     rows = total // n
-    coop = 2 * sm_count * STATE_BYTES if rows < sm_count else 0  # coop_split's block totals
+    coop = 2 * sm_count * STATE_BYTES if rows <= sm_count else 0  # coop_split's block totals
     return max(coop, *(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
                        for lay in ("rows", "cols") for lb in (False, True)
                        for w in (False, True)))  # fmt: skip

@@ -1375,11 +1375,11 @@ __device__ void scan_pipe(const Params& P) {
 // goes to P.agg[item], the grid synchronises (bc::grid_arrive / grid_wait), and each block
 // takes its carry from the totals of its line's pieces before it, combined in order
 // (deterministic). Phase 2 scans and stores: first the tiles past shared memory, read again
-// (phase 1 read them last, after the kept tiles, which it marks evict-first in L2; the first
-// kPipe of them are loaded before the barrier), then the kept tiles. Where the pieces fit in shared memory,
-// every element is read from memory once. A warp's tiles past shared memory start from its
-// carry combined with the fold of its kept tiles, which takes the ops to be commutative
-// (sum, prod, lse are).
+// (phase 1 read them last, after the kept tiles, which it marks evict-first in L2; the
+// first kPipe of them are loaded before the barrier), then the kept tiles. Where the pieces
+// fit in shared memory, every element is read from memory once. A warp's tiles past shared
+// memory start from its carry combined with the fold of its kept tiles, which takes the ops
+// to be commutative (sum, prod, lse are).
 constexpr int kCoopWarps = 32;
 
 // The L2 eviction policy evict-first (createpolicy, sm_80+), for loads of lines read once.
