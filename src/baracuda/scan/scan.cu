@@ -1304,6 +1304,30 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
   return op.combine(carry, total);
 }
 
+// Full tiles f0..nfull-1 of a lane's run (tile f at px + f * step, scan positions from
+// lq + f * TILE) from `carry`, the loads of the next kPipe tiles in flight while one is
+// scanned: buf holds tiles f0..f0 + kPipe - 1 (those before nfull) on entry. Returns the
+// carry after the last.
+template <typename T, typename A, class Op, int K, bool kRev>
+__device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[kPipe],
+                                                     const T* px, i64 step, i64 lq, i64 f0,
+                                                     i64 nfull, i64 n, typename Op::S carry,
+                                                     T* dst, bool reduce) {
+  constexpr int TILE = 32 * K;
+  for (i64 f = f0; f < nfull; f += kPipe) {
+#pragma unroll
+    for (int d = 0; d < kPipe; ++d) {
+      const i64 ff = f + d;  // warp-uniform
+      if (ff >= nfull) break;
+      const Raw32 cur = buf[d];
+      if (ff + kPipe < nfull) load32(buf[d], px + (ff + kPipe) * step);
+      carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + ff * TILE, K, n, carry, dst,
+                                                 reduce);
+    }
+  }
+  return carry;
+}
+
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
   typedef typename Op::S S;
@@ -1339,17 +1363,7 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
 #pragma unroll
     for (int d = 0; d < kPipe; ++d)
       if (d < nfull) load32(buf[d], px + d * step);
-    for (i64 f = 0; f < nfull; f += kPipe) {
-#pragma unroll
-      for (int d = 0; d < kPipe; ++d) {
-        const i64 ff = f + d;  // warp-uniform
-        if (ff >= nfull) break;
-        const Raw32 cur = buf[d];
-        if (ff + kPipe < nfull) load32(buf[d], px + (ff + kPipe) * step);
-        carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + ff * TILE, K, n, carry, dst,
-                                                   reduce);
-      }
-    }
+    carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, 0, nfull, n, carry, dst, reduce);
     if (q0 + nfull * TILE < q1) {  // the partial last tile
       const i64 qt = lq + nfull * TILE;
       const int valid = (int)max((i64)0, min((i64)K, q1 - qt));
@@ -1524,19 +1538,8 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   const S carry0 = warp_carry[w];
 
   // Phase 2: the tiles past shared memory (pipelined as in pipe1), then the kept ones.
-  S carry = op.combine(carry0, kept_sum);
-#pragma unroll 1
-  for (i64 f = nkeep; f < nfull; f += kPipe) {
-#pragma unroll
-    for (int d = 0; d < kPipe; ++d) {
-      const i64 ff = f + d;  // warp-uniform
-      if (ff >= nfull) break;
-      const Raw32 cur = buf[d];
-      if (ff + kPipe < nfull) load32(buf[d], px + (ff + kPipe) * step);
-      carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + ff * TILE, K, n, carry, dst,
-                                                 false);
-    }
-  }
+  S carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, nkeep, nfull, n,
+                                          op.combine(carry0, kept_sum), dst, false);
   if (partial) {
     Raw32 cur;
     load_partial<T, K, kRev>(cur, src, px + nfull * step, qp, valid, n);
