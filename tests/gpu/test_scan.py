@@ -411,12 +411,12 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
 
 
 def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
-    """Inputs of the cooperative kernel (scan_coop) for one op and dtype: 13 pieces of 3
-    lines with a partial last tile and warps of 0-1 tiles, a view whose lines start 8
-    elements into longer rows, 65 lines of 2 pieces, one line of 2^20 + 8 positions, and for
-    cumsum in 4- and 8-byte types 2 lines of 32 MiB, where every warp keeps part of its tiles
-    in shared memory and reads the rest again (the tile logic is the same for every op).
-    cumprod takes random signs (exact products that depend on every carry)."""
+    """Inputs of the cooperative kernel (scan_coop) for one op and dtype: 3 lines of 6-24
+    pieces (by dtype) with a partial last tile and warps of 1-2 tiles, a view whose lines
+    start 8 elements into longer rows, 65 lines of 2 pieces, one line of 2^20 + 8 positions,
+    and for cumsum in 4- and 8-byte types 2 lines of 32 MiB, where every warp keeps part of
+    its tiles in shared memory and reads the rest again (the tile logic is the same for
+    every op). cumprod takes random signs (exact products that depend on every carry)."""
     dt = torch_dtype(element)
 
     def make(shape: tuple[int, ...], seed: int) -> Any:
@@ -468,10 +468,12 @@ def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypat
 
 @pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0), ((2, 2**20), 1)],
                          ids=str)  # fmt: skip
-def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int]) -> None:
+def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int],
+                                monkeypatch: Any) -> None:  # fmt: skip
     """A look-back scan (workspace zeroing + kernel) captured in a CUDA graph and replayed
     twice on new inputs: the tile counter and flags are reset by every replay. (2, 2^20)
     takes the cooperative kernel: a cooperative launch in a graph."""
+    names = launched_kernels(monkeypatch)
     shape, axis = shape_axis
     x = torch.randn(shape, device="cuda")
     y = torch.empty_like(x)
@@ -486,6 +488,7 @@ def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int]) -> None
         with torch.cuda.graph(g, stream=s):
             plan.run(s, ws, ScanArgs(x, y))
     torch.cuda.current_stream().wait_stream(s)
+    assert any(nm.endswith("_coop") for nm in names) == (shape == (2, 2**20)), names
     for seed in (1, 2):
         x.copy_(torch.from_numpy(make_input(ScanKind.CUMSUM, shape, seed)).to("cuda"))
         y.fill_(float("nan"))
