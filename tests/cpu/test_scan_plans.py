@@ -107,10 +107,8 @@ class _FakeModule:
     def static_smem(self, op: str) -> int:
         return 1536
 
-    def function(self, op: str, dynamic_smem: int = 0) -> None:
-        assert dynamic_smem + 1536 <= 232448, dynamic_smem
-
     def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
+        assert dynamic_smem + 1536 <= 232448, dynamic_smem
         return self.resident
 
 

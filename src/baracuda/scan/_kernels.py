@@ -193,12 +193,20 @@ COOP_TILE_BYTES = 1024  # a warp's tile: 32 lanes x 32 bytes
 @dataclass(frozen=True, slots=True)
 class CoopSplit:
     """A cooperative launch's pieces: ``nchunks`` pieces of ``chunk_len`` positions a line,
-    ``keep`` tiles a warp kept in ``smem`` bytes of dynamic shared memory."""
+    ``keep`` tiles a warp kept in shared memory."""
 
     nchunks: int
     chunk_len: int
     keep: int
-    smem: int
+
+    @property
+    def smem(self) -> int:
+        """Dynamic shared memory of the launch: the kept tiles of every warp."""
+        return _coop_smem(self.keep)
+
+
+def _coop_smem(keep: int) -> int:
+    return keep * COOP_WARPS * COOP_TILE_BYTES
 
 
 def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) -> CoopSplit | None:
@@ -210,10 +218,9 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) 
         return None
     info = device_info(module.device_id)
     kernel = f"scan_{op}_coop"
-    per_block = COOP_WARPS * COOP_TILE_BYTES
-    keep = max(0, info.max_smem_per_block_optin - module.static_smem(kernel)) // per_block
-    smem = keep * per_block
-    module.function(kernel, smem)
+    keep = max(0, info.max_smem_per_block_optin - module.static_smem(kernel)) // _coop_smem(1)
+    smem = _coop_smem(keep)
+    # resident_blocks allows the entry that much shared memory first (module.function)
     blocks = min(2, module.resident_blocks(kernel, 32 * COOP_WARPS, smem)) * module.sm_count
     if rows * n * itemsize > blocks * smem + info.l2_bytes:
         return None
@@ -222,7 +229,7 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) 
     if pieces < 2:
         return None
     chunk_len = _round_up(_cdiv(n, pieces), tile)
-    return CoopSplit(_cdiv(n, chunk_len), chunk_len, keep, smem)
+    return CoopSplit(_cdiv(n, chunk_len), chunk_len, keep)
 
 
 # Switch: the cummax/cummin backward in one kernel (scan_max_bwd_rows: a warp per line scans
