@@ -1202,11 +1202,17 @@ __device__ void scan_max_bwd_rows(const Params& F, const Params& B) {
 // when x and y are contiguous along the axis with 16-byte aligned rows (P.vec), one chunk per
 // row and, scanning in reverse, n % (16 / sizeof(T)) == 0: every full tile is then whole
 // 16-byte vectors. A warp per row, 32 bytes per lane per tile (two vectors: K = 32 / sizeof(T)
-// elements). The loads of the next kPipe tiles are in flight while a tile is scanned and
-// stored (the plans forbid outputs overlapping inputs, so they are read-only loads), and the
-// direction is a template argument so every register index is static. The last, partial tile
-// is scanned after the loop. Same combination order as rows1 for 4- and 8-byte types (same K).
-constexpr int kPipe = 2;  // tiles of loads in flight per warp beside the one being scanned
+// elements). The loads of the next kPipeDepth tiles are in flight while a tile is scanned
+// and stored (the plans forbid outputs overlapping inputs, so they are read-only loads), and
+// the direction is a template argument so every register index is static. The last, partial
+// tile is scanned after the loop. Same combination order as rows1 for 4- and 8-byte types
+// (same K).
+// Tiles of loads in flight per warp beside the one being scanned (32 warps an SM keep
+// enough bytes in flight with one). A second one spilled registers for 2-byte types under the
+// cap of 64 and measured no faster for the others (H100, cumsum over 4096 x 8192 with one vs
+// two: bf16 55.2 vs 57.0 us, f32 101.4 vs 101.4, f64 197.9 vs 199.6; over 2^16 x 512: 54.4 vs
+// 57.2, 94.1 vs 94.9, 186.0 vs 187.7).
+constexpr int kPipeDepth = 1;
 
 // One lane's K elements of a tile as raw storage, in physical order: element k in scan order
 // sits at index kRev ? K - 1 - k : k.
@@ -1305,22 +1311,22 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
 }
 
 // Full tiles f0..nfull-1 of a lane's run (tile f at px + f * step, scan positions from
-// lq + f * TILE) from `carry`, the loads of the next kPipe tiles in flight while one is
-// scanned: buf holds tiles f0..f0 + kPipe - 1 (those before nfull) on entry. Returns the
-// carry after the last.
-template <typename T, typename A, class Op, int K, bool kRev>
-__device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[kPipe],
+// lq + f * TILE) from `carry`, the loads of the next D tiles in flight while one is scanned:
+// buf holds tiles f0..f0 + D - 1 (those before nfull) on entry. Returns the carry after the
+// last.
+template <typename T, typename A, class Op, int K, bool kRev, int D>
+__device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[D],
                                                      const T* px, i64 step, i64 lq, i64 f0,
                                                      i64 nfull, i64 n, typename Op::S carry,
                                                      T* dst, bool reduce) {
   constexpr int TILE = 32 * K;
-  for (i64 f = f0; f < nfull; f += kPipe) {
+  for (i64 f = f0; f < nfull; f += D) {
 #pragma unroll
-    for (int d = 0; d < kPipe; ++d) {
+    for (int d = 0; d < D; ++d) {
       const i64 ff = f + d;  // warp-uniform
       if (ff >= nfull) break;
       const Raw32 cur = buf[d];
-      if (ff + kPipe < nfull) load32(buf[d], px + (ff + kPipe) * step);
+      if (ff + D < nfull) load32(buf[d], px + (ff + D) * step);
       carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + ff * TILE, K, n, carry, dst,
                                                  reduce);
     }
@@ -1359,9 +1365,9 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
     const i64 nfull = (q1 - q0) / TILE;
     const T* px = src + (kRev ? n - lq - K : lq);  // this lane's vectors of tile 0
     const i64 step = kRev ? -(i64)TILE : (i64)TILE;
-    Raw32 buf[kPipe];
+    Raw32 buf[kPipeDepth];
 #pragma unroll
-    for (int d = 0; d < kPipe; ++d)
+    for (int d = 0; d < kPipeDepth; ++d)
       if (d < nfull) load32(buf[d], px + d * step);
     carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, 0, nfull, n, carry, dst, reduce);
     if (q0 + nfull * TILE < q1) {  // the partial last tile
@@ -1390,11 +1396,16 @@ __device__ void scan_pipe(const Params& P) {
 // takes its carry from the totals of its line's pieces before it, combined in order
 // (deterministic). Phase 2 scans and stores: first the tiles past shared memory, read again
 // (phase 1 read them last, after the kept tiles, which it marks evict-first in L2; the
-// first kPipe of them are loaded before the barrier), then the kept tiles. Where the pieces
-// fit in shared memory, every element is read from memory once. A warp's tiles past shared
-// memory start from its carry combined with the fold of its kept tiles, which takes the ops
-// to be commutative (sum, prod, lse are).
+// first kCoopDepth<T> of them are loaded before the barrier), then the kept tiles. Where the
+// pieces fit in shared memory, every element is read from memory once. A warp's tiles past
+// shared memory start from its carry combined with the fold of its kept tiles, which takes
+// the ops to be commutative (sum, prod, lse are).
 constexpr int kCoopWarps = 32;
+// Tiles of loads in flight per warp in phase 2 (pipe_tiles), which re-reads them from L2: one
+// measured faster than two except for 2-byte types (H100, cumsum over (2, 2^23) with one vs
+// two: f32 68.2 vs 69.8 us, f64 159.0 vs 159.0, bf16 38.1 vs 35.6).
+template <typename T>
+constexpr int kCoopDepth = sizeof(T) == 2 ? 2 : 1;
 
 // The L2 eviction policy evict-first (createpolicy, sm_80+), for loads of lines read once.
 // (Evict-last on the tiles read again measured 1-2 us faster on (2, 2^23) but outlives the
@@ -1508,9 +1519,9 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     rest_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, rest_sum, dst, true);
   }
   // The first tiles read again are loaded before the barrier: they need no carry.
-  Raw32 buf[kPipe];
+  Raw32 buf[kCoopDepth<T>];
 #pragma unroll
-  for (int d = 0; d < kPipe; ++d)
+  for (int d = 0; d < kCoopDepth<T>; ++d)
     if (nkeep + d < nfull) load32(buf[d], px + (nkeep + d) * step);
   if (lane == 0) warp_sum[w] = op.combine(kept_sum, rest_sum);
   __syncthreads();
