@@ -7,6 +7,7 @@ import contextlib
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from baracuda._cuda.memory import Workspace
@@ -144,12 +145,28 @@ class JaxOutput:
 
         if self.dtype_name != "bfloat16":
             return view(self.dtype_name)
+        return bf16_export(
+            lambda: view(_bf16()),
+            lambda: jax.lax.bitcast_convert_type(view(np.uint16), jax.numpy.bfloat16),
+        )
+
+
+# Whether cuda.core exports bfloat16 through DLPack; False after its first refusal (the
+# installed cuda.core does not change while the process runs).
+_BF16_EXPORT = [True]
+
+
+def bf16_export(native: Callable[[], Any], bits: Callable[[], Any]) -> Any:
+    """A bfloat16 output for JAX: ``native()`` (a zero-copy view) where cuda.core exports
+    bfloat16, else ``bits()``: the bits as uint16, reinterpreted by JAX (a device copy). Releases
+    without that export (cuda.core 1.2.0) raise ``BufferError``; the refusal is remembered, so
+    later calls go straight to ``bits``."""
+    if _BF16_EXPORT[0]:
         try:
-            return view(_bf16())
+            return native()
         except BufferError:
-            # cuda.core releases without bfloat16 DLPack export (1.2.0): the bits as uint16,
-            # reinterpreted by JAX (a device copy of the output, not a view)
-            return jax.lax.bitcast_convert_type(view(np.uint16), jax.numpy.bfloat16)
+            _BF16_EXPORT[0] = False
+    return bits()
 
 
 def _bf16() -> Any:

@@ -167,6 +167,11 @@ def test_jax_inputs() -> None:
     ah64, bh64 = np.asarray(ah).astype(np.float64), np.asarray(bh).astype(np.float64)
     assert_close(np.asarray(out).astype(np.float64), reference.lerp(ah64, bh64, 0.25),
                  ElementKind.BF16)  # fmt: skip
+    # again: the export's outcome is remembered after the first bf16 output
+    out = bc.lerp(ah, bh, 0.5)
+    assert type(out).__module__.startswith("jax") and out.dtype == jnp.bfloat16
+    assert_close(np.asarray(out).astype(np.float64), reference.lerp(ah64, bh64, 0.5),
+                 ElementKind.BF16)  # fmt: skip
 
 
 def test_stream_ordering() -> None:
