@@ -145,7 +145,7 @@ class JaxOutput:
 
         if self.dtype_name != "bfloat16":
             return view(self.dtype_name)
-        return bf16_export(
+        return _bf16_export(
             lambda: view(_bf16()),
             lambda: jax.lax.bitcast_convert_type(view(np.uint16), jax.numpy.bfloat16),
         )
@@ -156,7 +156,7 @@ class JaxOutput:
 _BF16_EXPORT = [True]
 
 
-def bf16_export(native: Callable[[], Any], bits: Callable[[], Any]) -> Any:
+def _bf16_export(native: Callable[[], Any], bits: Callable[[], Any]) -> Any:
     """A bfloat16 output for JAX: ``native()`` (a zero-copy view) where cuda.core exports
     bfloat16, else ``bits()``: the bits as uint16, reinterpreted by JAX (a device copy). Releases
     without that export (cuda.core 1.2.0) raise ``BufferError``; the refusal is remembered, so

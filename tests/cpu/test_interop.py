@@ -21,8 +21,8 @@ def test_bf16_export_falls_back_once(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append("bits")
         return "copy"
 
-    assert _functional.bf16_export(refused, bits) == "copy"
-    assert _functional.bf16_export(refused, bits) == "copy"
+    assert _functional._bf16_export(refused, bits) == "copy"
+    assert _functional._bf16_export(refused, bits) == "copy"
     assert calls == ["native", "bits", "bits"]
 
 
@@ -32,8 +32,8 @@ def test_bf16_export_native_when_supported(monkeypatch: pytest.MonkeyPatch) -> N
     def bits() -> str:
         raise AssertionError("the fallback must not run when the export works")
 
-    assert _functional.bf16_export(lambda: "view", bits) == "view"
-    assert _functional.bf16_export(lambda: "view", bits) == "view"
+    assert _functional._bf16_export(lambda: "view", bits) == "view"
+    assert _functional._bf16_export(lambda: "view", bits) == "view"
     assert _functional._BF16_EXPORT == [True]
 
 
@@ -45,5 +45,5 @@ def test_bf16_export_other_errors_propagate(monkeypatch: pytest.MonkeyPatch) -> 
         raise RuntimeError("device lost")
 
     with pytest.raises(RuntimeError, match="device lost"):
-        _functional.bf16_export(broken, lambda: "copy")
+        _functional._bf16_export(broken, lambda: "copy")
     assert _functional._BF16_EXPORT == [True]
