@@ -949,12 +949,16 @@ __device__ __forceinline__ void stage_tile(const Params& P, int j, T* stage, i64
 // (a pad of one row every R rows keeps the row lanes of a warp on distinct banks).
 // stage_tile addresses rows by the axis stride, so it would also take runs of whole vectors
 // per position (width a multiple of 16 / sizeof(T)); the host does not stage those (slower).
+// Ops of one input without neighbour or aux operands (sum, prod, lse): what the staged
+// look-back tiles, pipe1 and the cooperative kernel take.
+template <class Op>
+constexpr bool kOneInputOp = Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut;
+
 template <typename T, class Op>
 struct LbColsShared {
-  // one-input ops without neighbour or aux operands, below 8 bytes, may stage their tiles
-  // (in dynamic shared memory: kBlock * (R + 1) elements, passed only to staged launches)
-  static constexpr bool kStage =
-      Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut && sizeof(T) < 8;
+  // one-input ops below 8 bytes may stage their tiles (in dynamic shared memory:
+  // kBlock * (R + 1) elements, passed only to staged launches)
+  static constexpr bool kStage = kOneInputOp<Op> && sizeof(T) < 8;
   typedef typename Op::S S;
   S scratch[8][32];
   S part[kLbMaxLevels][32];
@@ -1220,6 +1224,13 @@ struct Raw32 {
   int4 w[2];
 };
 
+// The tile of pipe1 and the cooperative kernel: a lane's K elements are one Raw32 (L a
+// vector), a warp's tile TILE = 32 * K elements (1 KiB; the host's COOP_TILE_BYTES).
+template <typename T>
+struct PipeTile {
+  static constexpr int L = 16 / sizeof(T), K = 2 * L, TILE = 32 * K;
+};
+
 template <typename T, int K, bool kRev>
 __device__ __forceinline__ T raw_get(const Raw32& r, int k) {
   constexpr int L = 16 / sizeof(T);
@@ -1337,11 +1348,8 @@ __device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
   typedef typename Op::S S;
-  static_assert(Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut,
-                "pipe1 takes one-input ops without neighbour or aux operands");
-  constexpr int L = 16 / sizeof(T);
-  constexpr int K = 2 * L;
-  constexpr int TILE = 32 * K;
+  static_assert(kOneInputOp<Op>, "pipe1 takes one-input ops without neighbour or aux operands");
+  constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
   constexpr int WPB = kBlock / 32;
   const Op op{P.mode};
   const int lane = threadIdx.x & 31;
@@ -1447,11 +1455,8 @@ __device__ __forceinline__ typename Op::S fold_tile(const Op& op, const Raw32& r
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   typedef typename Op::S S;
-  static_assert(Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut,
-                "coop takes one-input ops without neighbour or aux operands");
-  constexpr int L = 16 / sizeof(T);
-  constexpr int K = 2 * L;
-  constexpr int TILE = 32 * K;
+  static_assert(kOneInputOp<Op>, "coop takes one-input ops without neighbour or aux operands");
+  constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
   extern __shared__ int4 coop_keep[];  // P.groups tiles a warp: [warp][tile][half][lane]
   __shared__ S warp_sum[kCoopWarps];
   __shared__ S warp_carry[kCoopWarps];
