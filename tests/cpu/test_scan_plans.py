@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import baracuda.scan.api as api
-from baracuda._cuda.compiler import compile_cubin
-from baracuda.errors import InvalidProblem, Unsupported
+from baracuda._cuda import compiler
+from baracuda._cuda.compiler import KernelSource, compile_cubin, kernel_name
+from baracuda.errors import CompileError, InvalidProblem, Unsupported
 from baracuda.scan import (
     ScanBackwardDescriptor,
     ScanBackwardPlan,
@@ -15,7 +16,11 @@ from baracuda.scan import (
     ScanPlan,
 )
 from baracuda.scan._kernels import (
-    SCAN_SOURCE,
+    OPS,
+    PAIR_OPS,
+    PIPE_OPS,
+    SCAN_GROUPS,
+    SCAN_SOURCES,
     Slot,
     chunking,
     flag_strides,
@@ -251,9 +256,64 @@ def test_tie_break_enum_accepted() -> None:
     np.testing.assert_array_equal(i, [[0, 1]])
 
 
+# every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
+# kernels of PIPE_OPS, the line pairs of PAIR_OPS, and the fused cummax backward
+_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
+_PIPE_KINDS = ("pipe1", "coop", "lbstage")
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair")
+_ALL_ENTRIES = (
+    {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
+    | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
+    | {f"scan_{op}_lbpair" for op in PAIR_OPS}
+    | {"scan_max_bwd_rows"}
+)  # fmt: skip
+
+
+def test_scan_programs_hold_every_kernel_once() -> None:
+    seen = [e for src in SCAN_SOURCES.values() for e in src.entries]
+    assert len(seen) == len(set(seen))
+    assert set(seen) == _ALL_ENTRIES
+    assert sorted(op for ops in SCAN_GROUPS.values() for op in ops) == sorted(OPS)
+
+
+# what each plan launches (scan.py's _FORWARD_OP, scan_backward.py's _launch)
+_FORWARD_OPS = {ScanKind.CUMSUM: ("sum",), ScanKind.CUMPROD: ("prod",), ScanKind.CUMMAX: ("max",),
+                ScanKind.CUMMIN: ("max",), ScanKind.LOGCUMSUMEXP: ("lse",)}  # fmt: skip
+_BACKWARD_OPS = {ScanKind.CUMSUM: ("sum",), ScanKind.CUMPROD: ("prod_bwd",),
+                 ScanKind.CUMMAX: ("maxflag", "seg_bwd", "max_bwd_rows"),
+                 ScanKind.CUMMIN: ("maxflag", "seg_bwd", "max_bwd_rows"),
+                 ScanKind.LOGCUMSUMEXP: ("lse_bwd",)}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
+def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
+    for plan, ops in ((ScanPlan, _FORWARD_OPS), (ScanBackwardPlan, _BACKWARD_OPS)):
+        entries = SCAN_SOURCES[plan.GROUPS[kind]].entries
+        for op in ops[kind]:
+            mine = _ALL_ENTRIES & ({f"scan_{op}"} | {f"scan_{op}_{k}" for k in _KINDS})
+            assert mine and mine <= set(entries), (plan.NAME, kind, op)
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("element", list(ElementKind), ids=lambda e: e.value)
-def test_every_scan_kernel_compiles(arch: str, element: ElementKind) -> None:
-    cubin = compile_cubin(SCAN_SOURCE, element, arch)
-    for entry in SCAN_SOURCE.entries:
-        assert f"baracuda_{entry}_{element.value}".encode() in cubin
+def test_every_scan_program_compiles_with_its_own_kernels(arch: str, element: ElementKind) -> None:
+    for group, src in SCAN_SOURCES.items():
+        cubin = compile_cubin(src, element, arch)
+        for entry in _ALL_ENTRIES:
+            inside = kernel_name(entry, element).encode() in cubin
+            assert inside == (entry in src.entries), (group, entry)
+
+
+def test_scan_file_without_a_group_does_not_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BARACUDA_DISABLE_CACHE", "1")
+    whole = KernelSource("scan", "scan.cu", ("scan_sum_rows1",))
+    with pytest.raises(CompileError) as info:
+        compile_cubin(whole, F32, "sm_90")
+    assert "BC_SCAN_GROUP_" in info.value.log
+    both = (("BC_SCAN_GROUP_SUM", "1"), ("BC_SCAN_GROUP_MAX", "1"))
+    two = KernelSource("scan", "scan.cu", ("scan_sum_rows1",), group="two", defines=both)
+    with pytest.raises(CompileError):
+        compile_cubin(two, F32, "sm_90")
+    assert compiler.registered_sources()  # the registry is untouched by these
+
+

@@ -1,8 +1,10 @@
 """NVRTC compilation to cubin, through ``cuda.core``, with its persistent program cache.
 
-One program is compiled per (kernel source file, element type, arch). The source is
-``include/baracuda/common.cuh`` followed by the family's ``.cu`` file, so the source hash
-covers our own header; the CUDA headers come through an include path whose contents are
+One program is compiled per (kernel source, element type, arch). A kernel source is a
+family's ``.cu`` file, or one group of its entries (``KernelSource.group``: the file compiled
+with the group's macros, so a plan compiles only the kernels it launches). The text is
+``include/baracuda/common.cuh`` followed by the ``.cu`` file, so the source hash covers our
+own header; the CUDA headers come through an include path whose contents are
 fingerprinted into ``extra_digest`` (``cuda.core`` cannot see them itself).
 """
 
@@ -38,16 +40,24 @@ _HEADER = "include/baracuda/common.cuh"
 
 @dataclass(frozen=True, slots=True)
 class KernelSource:
-    """A family's ``.cu`` file and the entry points it defines (without the dtype suffix)."""
+    """A family's ``.cu`` file and the entry points it defines (without the dtype suffix).
+
+    ``group`` names one program of a file compiled in parts: the file is compiled with the
+    preprocessor ``defines`` (``(name, value)`` pairs) that select the group's entries, and
+    ``entries`` lists exactly those.
+    """
 
     family: str  # package folder, e.g. "elementwise"
     filename: str  # e.g. "lerp.cu"
     entries: tuple[str, ...]  # e.g. ("lerp_fwd_vec", "lerp_fwd_strided")
     elements: tuple[ElementKind, ...] = tuple(ElementKind)
+    group: str = ""  # e.g. "sum" for the cumsum kernels of scan.cu
+    defines: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
-        return f"{self.family}/{self.filename}"
+        base = f"{self.family}/{self.filename}"
+        return f"{base}:{self.group}" if self.group else base
 
     def text(self) -> str:
         return _source_text(self.family, self.filename)
@@ -159,6 +169,7 @@ def _options(source: KernelSource, element: ElementKind, arch: str) -> Any:
             ("BC_T", info.c_type),
             ("BC_ACC", info.acc_c_type),
             ("BC_SUFFIX", element.value),
+            *source.defines,
         ],
     )
 

@@ -4,7 +4,8 @@
 // along the scan axis. Scan order q = 0..n-1 is physical position p = q, or n-1-q when
 // `reverse`. Every op is a monoid over a state S (combine(earlier, later), identity) plus:
 //   make(inputs of one element) -> S         out_value(inclusive, exclusive, inputs) -> A
-// Kernels (each op gets all of them, one extern "C" entry per op x layout x dtype):
+// Kernels (each op gets all of them, one extern "C" entry per op x layout x dtype; the host
+// compiles one program per group of ops, BC_SCAN_GROUP_<NAME> at the end of this file):
 //   rows1 / rows8  axis contiguous: a warp (rows1) or a 256-thread block (rows8) per (row,
 //                  chunk); each thread owns K consecutive elements (16-byte vector loads
 //                  when aligned), thread-serial scan + shuffle scan + running carry.
@@ -1890,41 +1891,60 @@ __device__ void scan_lb_pairs(const Params& P) {
     bc::scan::scan_pipe<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
   }
 
-BC_SCAN_ENTRIES(sum, SumOp, 4, 4)
-BC_SCAN_ENTRIES(prod, ProdOp, 4, 4)
-BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
-BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
-BC_SCAN_PIPE_ENTRY(sum, SumOp)
-BC_SCAN_PIPE_ENTRY(prod, ProdOp)
-BC_SCAN_PIPE_ENTRY(lse, LseOp)
 // Cooperative pieces of long lines: one block of 1024 threads per SM (at most 64 registers).
 #define BC_SCAN_COOP_ENTRY(name, OP)                                                         \
   extern "C" __global__ void __launch_bounds__(1024, 1) BC_ENTRY(scan_##name##_coop)(      \
       bc::scan::Params p) {                                                                  \
     bc::scan::scan_coop<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
   }
-BC_SCAN_COOP_ENTRY(sum, SumOp)
-BC_SCAN_COOP_ENTRY(prod, ProdOp)
-BC_SCAN_COOP_ENTRY(lse, LseOp)
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::scan::scan_lb_stage<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                          \
   }
-BC_SCAN_STAGE_ENTRY(sum, SumOp)
-BC_SCAN_STAGE_ENTRY(prod, ProdOp)
-BC_SCAN_STAGE_ENTRY(lse, LseOp)
 // Line pairs of 2-byte types (the host launches them for no other type).
 #define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
   BC_LB_KERNEL(scan_##name##_lbpair, 4)(bc::scan::Params p) {                                \
     if constexpr (sizeof(BC_T) == 2)                                                         \
       bc::scan::scan_lb_pairs<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                        \
   }
+
+// One program per group of ops (baracuda.scan._kernels.SCAN_GROUPS): the host compiles this
+// file once per group with BC_SCAN_GROUP_<NAME> defined, so a plan compiles only its own
+// kernels. Every op's kernels are in exactly one group.
+#if defined(BC_SCAN_GROUP_SUM) + defined(BC_SCAN_GROUP_PROD) + defined(BC_SCAN_GROUP_MAX) + \
+        defined(BC_SCAN_GROUP_LSE) + defined(BC_SCAN_GROUP_PROD_BWD) +                     \
+        defined(BC_SCAN_GROUP_LSE_BWD) + defined(BC_SCAN_GROUP_MAX_BWD) !=                 \
+    1
+#error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (see baracuda.scan._kernels.SCAN_GROUPS)"
+#endif
+
+#if defined(BC_SCAN_GROUP_SUM)  // cumsum and its backward
+BC_SCAN_ENTRIES(sum, SumOp, 4, 4)
+BC_SCAN_PIPE_ENTRY(sum, SumOp)
+BC_SCAN_COOP_ENTRY(sum, SumOp)
+BC_SCAN_STAGE_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
+#elif defined(BC_SCAN_GROUP_PROD)
+BC_SCAN_ENTRIES(prod, ProdOp, 4, 4)
+BC_SCAN_PIPE_ENTRY(prod, ProdOp)
+BC_SCAN_COOP_ENTRY(prod, ProdOp)
+BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
+#elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
+BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
+#elif defined(BC_SCAN_GROUP_LSE)
+BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
+BC_SCAN_PIPE_ENTRY(lse, LseOp)
+BC_SCAN_COOP_ENTRY(lse, LseOp)
+BC_SCAN_STAGE_ENTRY(lse, LseOp)
+#elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
+#elif defined(BC_SCAN_GROUP_LSE_BWD)
 BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
+#elif defined(BC_SCAN_GROUP_MAX_BWD)  // the cummax/cummin backward: winner flags, segmented sums
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
 BC_SCAN_ENTRIES(maxflag, MaxFlagOp, 4, 4)
 BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC>(f, b);
 }
+#endif

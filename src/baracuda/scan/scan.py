@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -15,9 +16,9 @@ from baracuda.errors import InvalidProblem, Unsupported
 from baracuda.scan._kernels import (
     IN0,
     OUT,
-    SCAN_SOURCE,
     launch_scan,
     layout_of,
+    scan_source,
     slot,
     state_bytes,
 )
@@ -124,6 +125,8 @@ class ScanPlanBase(Plan[DS, AS, VS]):
     the scan kernels), the axis, the look-back / chunk workspace and the SKU."""
 
     OP_SUFFIX: ClassVar[str] = ""  # appended to the kind in the SKU
+    # the program of scan.cu (a group of baracuda.scan._kernels.SCAN_GROUPS) per kind
+    GROUPS: ClassVar[Mapping[ScanKind, str]]
 
     def __init__(self, desc: DS, stream: Stream, device_id: int, pref: PlanPreference,
                  module: LoadedModule, axis: int) -> None:  # fmt: skip
@@ -138,7 +141,7 @@ class ScanPlanBase(Plan[DS, AS, VS]):
                pref: PlanPreference | None = None) -> PS:  # fmt: skip
         axis = check_scan(cls.NAME, desc.kind, desc.shape, desc.axis, desc.element,
                           desc.reverse, desc.tie_break)  # fmt: skip
-        s, device_id, module = cls._open(stream, SCAN_SOURCE, desc.element)
+        s, device_id, module = cls._open(stream, scan_source(cls.GROUPS[desc.kind]), desc.element)
         return cls(desc, s, device_id, pref or PlanPreference(), module, axis)
 
     def workspace_size(self) -> int:
@@ -174,6 +177,8 @@ class ScanPlan(
     """
 
     NAME = "ScanPlan"
+    # each forward op's kernels are the group of that name
+    GROUPS: ClassVar[Mapping[ScanKind, str]] = _FORWARD_OP
 
     def _bind(self, args: ScanArgs,
               stream: Stream) -> tuple[TensorView, TensorView, TensorView | None]:  # fmt: skip

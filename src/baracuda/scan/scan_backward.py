@@ -13,7 +13,9 @@ epilogue (cummax/cummin: a forward pass recomputing the winners first):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
@@ -113,6 +115,13 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
 
     NAME = "ScanBackwardPlan"
     OP_SUFFIX = "_backward"
+    GROUPS: ClassVar[Mapping[ScanKind, str]] = {
+        ScanKind.CUMSUM: "sum",  # a reverse cumsum
+        ScanKind.CUMPROD: "prod_bwd",
+        ScanKind.CUMMAX: "max_bwd",
+        ScanKind.CUMMIN: "max_bwd",
+        ScanKind.LOGCUMSUMEXP: "lse_bwd",
+    }
 
     def __init__(self, desc: ScanBackwardDescriptor, stream: Stream, device_id: int,
                  pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
