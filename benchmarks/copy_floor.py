@@ -3,7 +3,10 @@ each size, against the time the 85 % target asks for. Times torch's ``copy_`` an
 vector copy kernel (1, 2, 4 or 8 vectors a thread, streaming loads and stores) with the
 bench's method (``time_device``: L2 flushed, median). A scan reads and writes the same
 bytes as a copy, so where the fastest copy is slower than the target, no scan meets it.
-Prints a table, writes JSON.
+Beside the copies, ``torch.cumsum`` of the same bytes as one flat 1-D tensor of the case's
+dtype: ATen runs a 1-D scan through CUB's ``DeviceScan`` (single pass, decoupled
+look-back), the reference of what a general single-pass scan reaches on the card. Prints a
+table, writes JSON.
 
     python benchmarks/copy_floor.py [out.json]        (on a GPU, with CuPy for the kernel)
 """
@@ -55,7 +58,8 @@ def main() -> None:
     kernels = {u: cp.RawKernel(KERNEL.replace("UNROLL", str(u)), "copy16") for u in UNROLLS}
     print(f"{dev}: copy bandwidth {bw / 1e9:.0f} GB/s (1 GiB fp32 copy_)")
     heads = " ".join(f"{'v16x' + str(u):>7}" for u in UNROLLS)
-    print(f"{'case':<16} {'MiB':>5} {'copy_':>7} {heads} {'85 % bar':>9} {'best, % of bw':>14}")
+    print(f"{'case':<16} {'MiB':>5} {'copy_':>7} {heads} {'85 % bar':>9} {'best, % of bw':>14} "
+          f"{'CUB scan':>9}")  # fmt: skip
     rows: list[dict[str, Any]] = []
     for name, nbytes in CASES:
         a = torch.randn(nbytes // 4, device="cuda")
@@ -71,13 +75,20 @@ def main() -> None:
             rec[f"v16x{u}_us"] = _us(lambda k=k, g=blocks, a_=args: k((g,), (256,), a_))
         if not torch.equal(a, b):
             raise RuntimeError(f"{name}: the copy kernel is wrong")
-        best = min(v for key, v in rec.items() if key.endswith("_us"))
+        dtype = torch.bfloat16 if "bf16" in name else torch.float32
+        # the same bytes, flat: ATen's cumsum of a 1-D tensor is CUB's DeviceScan
+        xs = torch.randn(nbytes // (2 if dtype == torch.bfloat16 else 4), device="cuda",
+                         dtype=dtype)  # fmt: skip
+        ys = torch.empty_like(xs)
+        rec["cub_scan_us"] = _us(lambda: torch.cumsum(xs, 0, out=ys))
+        best = min(rec["torch_copy_us"], *(rec[f"v16x{u}_us"] for u in UNROLLS))
         rec["target_85_us"] = round(2 * nbytes / (0.85 * bw) * 1e6, 1)
         rec["best_copy_pct_of_bw"] = round(100 * 2 * nbytes / (best * 1e-6) / bw, 1)
         rows.append(rec)
         cols = " ".join(f"{rec[f'v16x{u}_us']:>7}" for u in UNROLLS)
         print(f"{name:<16} {nbytes >> 20:>5} {rec['torch_copy_us']:>7} {cols} "
-              f"{rec['target_85_us']:>9} {rec['best_copy_pct_of_bw']:>13}%", flush=True)
+              f"{rec['target_85_us']:>9} {rec['best_copy_pct_of_bw']:>13}% "
+              f"{rec['cub_scan_us']:>9}", flush=True)
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
             json.dump(rows, f, indent=1)
