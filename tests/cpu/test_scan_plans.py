@@ -181,6 +181,59 @@ def test_fused_extrema_backward_only_where_a_warp_takes_a_line(
     assert fused((4096, 8192)) is None
 
 
+class _LaunchLog:
+    """A stand-in for the module and the launch functions of _kernels: records each call."""
+
+    def __init__(self, arch: str) -> None:
+        self.arch = arch
+        self.cooperative = False
+        self.calls: list[tuple[str, object, bool]] = []
+
+    def function(self, name: str, dynamic_smem: int = 0) -> str:
+        return name
+
+    def launch(self, fn: str, grid: object, block: int, smem: int, stream: object,
+               args: list[object], name: str = "", *, dependent: bool = False,
+               cooperative: bool = False) -> None:  # fmt: skip
+        vals = tuple(getattr(a, "value", None) for a in args)
+        self.calls.append((fn, vals, dependent))
+
+    def memset(self, ptr: int, nbytes: int, stream: object) -> None:
+        self.calls.append(("memset", (ptr, nbytes), False))
+
+
+_ZEROING = [("sm_90", True, True), ("sm_80", True, False), ("sm_90", False, False)]
+
+
+@pytest.mark.parametrize(("arch", "switch", "dependent"), _ZEROING)
+def test_lookback_zeroing_then_dependent_launch(
+    arch: str, switch: bool, dependent: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One-pass look-back launches zero the workspace first: on sm_90 with LB_DEPENDENT, with
+    the op's zero kernel and the look-back kernel as its programmatic dependent; otherwise with
+    a memset and a plain launch. Either way the zeroed bytes are the tile counter and words."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog(arch)
+    monkeypatch.setattr(K, "launch", log.launch)
+    monkeypatch.setattr(K, "memset_zero", log.memset)
+    monkeypatch.setattr(K, "LB_DEPENDENT", switch)
+    shape, ws = (2**20, 2), 1 << 20
+    x, y = Slot(1 << 30, (2, 1)), Slot(1 << 31, (2, 1))
+    variant = K.launch_scan(log, "sum", None, shape, 0, reverse=False, mode=0,  # type: ignore[arg-type]
+                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
+                            layout="cols", sm_count=132, states_ptr=ws)  # fmt: skip
+    assert variant.startswith("lb")
+    ch = chunking("cols", 2, 2**20, 4, 132)
+    nbytes = K.LB_HEADER + 8 * ch.nodes * ch.width  # the packed words of a one-float state
+    first, second = log.calls
+    if dependent:
+        assert first == ("scan_sum_zero", (ws, nbytes // 4), False)
+    else:
+        assert first == ("memset", (ws, nbytes), False)
+    assert second[0] == f"scan_sum_{variant.split('x')[0]}" and second[2] == dependent
+
+
 def test_wide_lookback_tiles_for_32_lines() -> None:
     """Strided cumsum/cumprod/logcumsumexp tiles of 32 lines take 32 positions per thread
     for the itemsizes of LBCOLS_WIDE (fewer, longer tiles), 16 otherwise; f64 takes 8."""
@@ -257,7 +310,7 @@ def test_tie_break_enum_accepted() -> None:
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
 # kernels of PIPE_OPS, the line pairs of PAIR_OPS, and the fused cummax backward
-_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
+_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols", "zero")
 _PIPE_KINDS = ("pipe1", "coop", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair")
 _ALL_ENTRIES = (

@@ -56,6 +56,7 @@ __all__ = [
     "LOOKBACK",
     "LOOKBACK_ROWS",
     "LOOKBACK_FLAGGED",
+    "LB_DEPENDENT",
     "WARP_ROWS_PER_SM",
     "WARP_ROWS_PER_SM_OP",
     "lb_nodes_per_line",
@@ -71,6 +72,7 @@ __all__ = [
 
 OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd", "maxflag")
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
+_PER_OP = (*_LAYOUTS, "zero")  # every op's kernels (zero: the look-back workspace's zeroing)
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
 
@@ -89,6 +91,13 @@ LOOKBACK = True
 # its carries, benchmarks/tune_scan.py), while strided lines gain from lbcols (4096 x 8192
 # along dim 0: 111 vs 187 us). Read at each launch (the workspace is sized for either).
 LOOKBACK_ROWS = False
+
+# Switch: the look-back workspace is zeroed by a kernel (scan_<op>_zero) after which the
+# look-back kernel is a programmatic dependent launch on sm_90 and later: its blocks start
+# while the zeroing runs and wait for it in their first step, which saves the gap between a
+# cuMemsetD32Async and the next kernel. False: cuMemsetD32Async, then a plain launch. Read at
+# each launch.
+LB_DEPENDENT = True
 
 # Switch: look-back also for ops whose scan state is not one packed 4-byte word (cummax and
 # cummin, f64, the backward ops' pairs: a flag and a fence per node). Off: on the H100,
@@ -258,7 +267,7 @@ SCAN_GROUPS: dict[str, tuple[str, ...]] = {
 def _group_entries(group: str) -> tuple[str, ...]:
     ops = SCAN_GROUPS[group]
     return (
-        tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
+        tuple(f"scan_{op}_{k}" for op in ops for k in _PER_OP)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "lbstage"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
@@ -623,13 +632,22 @@ def launch_scan(
             )
         params.lb = states_ptr
         params.groups, params.width = ch.groups, ch.width
-        memset_zero(states_ptr, _lb_zeroed_bytes(ch, packed), stream)
+        zero_bytes = _lb_zeroed_bytes(ch, packed)
+        dependent = LB_DEPENDENT and dependent_launches(module.arch)
+        if dependent:
+            words = zero_bytes // 4
+            zgrid = (max(1, min(_cdiv(words, BLOCK), sm_count)), 1, 1)
+            zargs = [ctypes.c_uint64(states_ptr), ctypes.c_int64(words)]
+            zero = f"scan_{op}_zero"
+            launch(module.function(zero), zgrid, BLOCK, 0, stream, zargs, zero)
+        else:
+            memset_zero(states_ptr, zero_bytes, stream)
         tiles = ch.tiles
         if variant == "lbpair":  # a tile holds two groups
             tiles = _cdiv(ch.groups, 2) * ch.nchunks
         grid = max(1, min(tiles, sm_count * 8))
         smem = _stage_bytes(ch, itemsize) if ch.layout == "lbcols" and params.vec else 0
-        launch(fn, (grid, 1, 1), BLOCK, smem, stream, [params], kernel)
+        launch(fn, (grid, 1, 1), BLOCK, smem, stream, [params], kernel, dependent=dependent)
         return f"{variant}x{tiles}"
     items = rows * ch.nchunks
     if ch.layout == "cols":

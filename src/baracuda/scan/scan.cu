@@ -18,6 +18,7 @@
 //                  takes its carry by decoupled look-back over a tree of the tiles before it
 //                  (radix 32 / lines per tile; see "decoupled look-back").
 //   max_bwd_rows   the cummax/cummin backward in one kernel, a warp per line (both passes).
+//   zero           zeroes the look-back workspace before an lb* launch (its dependent).
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
 // workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
@@ -680,6 +681,17 @@ __device__ __forceinline__ i64 lb_take_tile(const Params& P, i64& tile_sh) {
   if (threadIdx.x == 0) tile_sh = (i64)atomicAdd(static_cast<unsigned long long*>(P.lb), 1ull);
   __syncthreads();
   return tile_sh;
+}
+
+// The zeroing of the look-back workspace (tile counter and node words) before a one-pass
+// launch. It lets the look-back kernel, launched as its programmatic dependent on sm_90,
+// start at once: that kernel's blocks wait in pdl_wait (their first step) until every word
+// is zero and visible, without the gap between a memset and the next launch.
+__device__ __forceinline__ void zero_lb_words(unsigned* p, i64 words) {
+  pdl_launch_dependents();
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < words;
+       i += (i64)gridDim.x * blockDim.x)
+    p[i] = 0u;
 }
 
 __device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
@@ -1878,10 +1890,15 @@ __device__ void scan_lb_pairs(const Params& P) {
     bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                         \
   }                                                                                          \
   BC_LB_KERNEL(scan_##name##_lbrows, MINB)(bc::scan::Params p) {                                 \
+    bc::pdl_wait();                                                                          \
     bc::scan::scan_lb_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
   }                                                                                          \
   BC_LB_KERNEL(scan_##name##_lbcols, MINB)(bc::scan::Params p) {                                 \
+    bc::pdl_wait();                                                                          \
     bc::scan::scan_lb_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
+  }                                                                                          \
+  BC_KERNEL(scan_##name##_zero, 256)(unsigned* p, long long words) {                         \
+    bc::scan::zero_lb_words(p, words);                                                       \
   }
 
 // Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
@@ -1899,11 +1916,13 @@ __device__ void scan_lb_pairs(const Params& P) {
   }
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
+    bc::pdl_wait();                                                                          \
     bc::scan::scan_lb_stage<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                          \
   }
 // Line pairs of 2-byte types (the host launches them for no other type).
 #define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
   BC_LB_KERNEL(scan_##name##_lbpair, 4)(bc::scan::Params p) {                                \
+    bc::pdl_wait();                                                                          \
     if constexpr (sizeof(BC_T) == 2)                                                         \
       bc::scan::scan_lb_pairs<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                        \
   }

@@ -1,0 +1,115 @@
+"""A/B timing of one boolean switch of ``baracuda.scan._kernels`` (for example
+``LB_DEPENDENT``) on the scan benchmark cases: each case is timed with the switch on and off,
+alternating, ``--rounds`` times, in one process on one card, with the bench's method
+(``time_device``: L2 flushed, median). Both settings' outputs are checked against each
+other. Prints a table, writes JSON.
+
+    python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3]   (on a GPU)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import torch
+
+import baracuda as bc
+from baracuda._bench import copy_bandwidth, time_device
+from baracuda.scan import (
+    ScanArgs,
+    ScanBackwardArgs,
+    ScanBackwardDescriptor,
+    ScanBackwardPlan,
+    ScanDescriptor,
+    ScanPlan,
+    _kernels,
+)
+from baracuda.types import ScanKind
+
+# (op, shape, axis): the issue's four cumsum shapes, the cumsum backward along dim 0, and
+# cummax along dim 0 (three passes unless LOOKBACK_FLAGGED)
+CASES: list[tuple[str, tuple[int, ...], int]] = [
+    ("cumsum", (4096, 8192), 1),
+    ("cumsum", (4096, 8192), 0),
+    ("cumsum", (2, 2**23), 1),
+    ("cumsum", (2**20, 2), 0),
+    ("cumsum", (2048, 4096), 0),
+    ("cumsum_backward", (4096, 8192), 0),
+    ("logcumsumexp", (4096, 8192), 0),
+    ("cummax", (4096, 8192), 0),
+]
+DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
+
+
+def _us(fn: Any) -> float:
+    return float(time_device(fn)["ms"]) * 1e3
+
+
+def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind,
+          s: bc.Stream, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> Any:  # fmt: skip
+    if op == "cumsum_backward":
+        plan: Any = ScanBackwardPlan.select(s, ScanBackwardDescriptor(ScanKind.CUMSUM, shape,
+                                                                      axis, el))  # fmt: skip
+        args: Any = ScanBackwardArgs(x, y, None, None)
+    else:
+        kind = ScanKind(op)
+        plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, el))
+        args = ScanArgs(x, y, idx if kind is ScanKind.CUMMAX else None)
+    ws = bc.Workspace.allocate(plan.workspace_size(), s)
+    return lambda: plan.run(s, ws, args)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("switch", help="a boolean of baracuda.scan._kernels")
+    ap.add_argument("json", nargs="?", help="write the results here")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    default = getattr(_kernels, a.switch)
+    if not isinstance(default, bool):
+        raise SystemExit(f"{a.switch} is not a boolean switch of baracuda.scan._kernels")
+    dev = torch.cuda.get_device_name()
+    bw = copy_bandwidth()
+    print(f"{dev}: copy bandwidth {bw / 1e9:.0f} GB/s; {a.switch} on vs off, "
+          f"{a.rounds} alternating rounds (µs, median of each)")  # fmt: skip
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    rows: list[dict[str, Any]] = []
+    try:
+        for dt, el in DTYPES:
+            for op, shape, axis in CASES:
+                x = torch.randn(shape, device="cuda", dtype=dt)
+                y = {v: torch.full_like(x, float("nan")) for v in (True, False)}
+                idx = {v: torch.empty(shape, device="cuda", dtype=torch.int64)
+                       for v in (True, False)}  # fmt: skip
+                times: dict[bool, list[float]] = {True: [], False: []}
+                run = {}
+                for v in (True, False):
+                    setattr(_kernels, a.switch, v)
+                    run[v] = _plan(op, shape, axis, el, s, x, y[v], idx[v])
+                for _ in range(a.rounds):
+                    for v in (True, False):
+                        setattr(_kernels, a.switch, v)
+                        times[v].append(_us(run[v]))
+                same = torch.equal(y[True], y[False])
+                rec = {"device": dev, "op": op, "shape": list(shape), "axis": axis,
+                       "dtype": el.value, "on_us": times[True], "off_us": times[False],
+                       "outputs_equal": same}  # fmt: skip
+                rows.append(rec)
+                on = " ".join(f"{t:7.1f}" for t in times[True])
+                off = " ".join(f"{t:7.1f}" for t in times[False])
+                print(f"{el.value:<4} {op:<16} {shape!s:<14} ax{axis}  on {on}   off {off}"
+                      f"   {'equal' if same else 'OUTPUTS DIFFER'}", flush=True)  # fmt: skip
+    finally:
+        setattr(_kernels, a.switch, default)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": dev, "copy_bw": bw, "switch": a.switch, "rows": rows}, f,
+                      indent=1)  # fmt: skip
+    if not all(r["outputs_equal"] for r in rows):
+        raise SystemExit("the two settings gave different outputs")
+
+
+if __name__ == "__main__":
+    main()
