@@ -228,7 +228,7 @@ def test_lookback_zeroing_then_dependent_launch(
     nbytes = K.LB_HEADER + 8 * ch.nodes * ch.width  # the packed words of a one-float state
     first, second = log.calls
     if dependent:
-        assert first == ("scan_sum_zero", (ws, nbytes // 4), False)
+        assert first == ("scan_zero", (ws, nbytes // 4), False)
     else:
         assert first == ("memset", (ws, nbytes), False)
     assert second[0] == f"scan_sum_{variant.split('x')[0]}" and second[2] == dependent
@@ -309,22 +309,25 @@ def test_tie_break_enum_accepted() -> None:
 
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
-# kernels of PIPE_OPS, the line pairs of PAIR_OPS, and the fused cummax backward
-_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols", "zero")
+# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the fused cummax backward; and the
+# look-back workspace's zeroing, which every program holds
+_SHARED = "scan_zero"
+_LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
-    | {"scan_max_bwd_rows"}
+    | {"scan_max_bwd_rows", _SHARED}
 )  # fmt: skip
 
 
 def test_scan_programs_hold_every_kernel_once() -> None:
-    seen = [e for src in SCAN_SOURCES.values() for e in src.entries]
+    seen = [e for src in SCAN_SOURCES.values() for e in src.entries if e != _SHARED]
     assert len(seen) == len(set(seen))
-    assert set(seen) == _ALL_ENTRIES
+    assert set(seen) | {_SHARED} == _ALL_ENTRIES
+    assert all(_SHARED in src.entries for src in SCAN_SOURCES.values())
     assert sorted(op for ops in SCAN_GROUPS.values() for op in ops) == sorted(OPS)
 
 
@@ -344,6 +347,7 @@ def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
         for op in ops[kind]:
             mine = _ALL_ENTRIES & ({f"scan_{op}"} | {f"scan_{op}_{k}" for k in _KINDS})
             assert mine and mine <= set(entries), (plan.NAME, kind, op)
+        assert _SHARED in entries
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

@@ -72,7 +72,6 @@ __all__ = [
 
 OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd", "maxflag")
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
-_PER_OP = (*_LAYOUTS, "zero")  # every op's kernels (zero: the look-back workspace's zeroing)
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
 
@@ -92,7 +91,7 @@ LOOKBACK = True
 # along dim 0: 111 vs 187 us). Read at each launch (the workspace is sized for either).
 LOOKBACK_ROWS = False
 
-# Switch: the look-back workspace is zeroed by a kernel (scan_<op>_zero) after which the
+# Switch: the look-back workspace is zeroed by a kernel (scan_zero) after which the
 # look-back kernel is a programmatic dependent launch on sm_90 and later: its blocks start
 # while the zeroing runs and wait for it in their first step, which saves the gap between a
 # cuMemsetD32Async and the next kernel. False: cuMemsetD32Async, then a plain launch. Read at
@@ -267,7 +266,8 @@ SCAN_GROUPS: dict[str, tuple[str, ...]] = {
 def _group_entries(group: str) -> tuple[str, ...]:
     ops = SCAN_GROUPS[group]
     return (
-        tuple(f"scan_{op}_{k}" for op in ops for k in _PER_OP)
+        ("scan_zero",)  # in every program: the look-back workspace's zeroing
+        + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "lbstage"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
@@ -638,8 +638,7 @@ def launch_scan(
             words = zero_bytes // 4
             zgrid = (max(1, min(_cdiv(words, BLOCK), sm_count)), 1, 1)
             zargs = [ctypes.c_uint64(states_ptr), ctypes.c_int64(words)]
-            zero = f"scan_{op}_zero"
-            launch(module.function(zero), zgrid, BLOCK, 0, stream, zargs, zero)
+            launch(module.function("scan_zero"), zgrid, BLOCK, 0, stream, zargs, "scan_zero")
         else:
             memset_zero(states_ptr, zero_bytes, stream)
         tiles = ch.tiles

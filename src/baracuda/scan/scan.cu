@@ -18,7 +18,8 @@
 //                  takes its carry by decoupled look-back over a tree of the tiles before it
 //                  (radix 32 / lines per tile; see "decoupled look-back").
 //   max_bwd_rows   the cummax/cummin backward in one kernel, a warp per line (both passes).
-//   zero           zeroes the look-back workspace before an lb* launch (its dependent).
+//   zero           zeroes the look-back workspace before an lb* launch (its dependent); one
+//                  per program, shared by its ops.
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
 // workspace) or reduce (write chunk totals) -> states -> final (carry-in).
 // Backward ops are one scan in the opposite direction plus an epilogue (see each op).
@@ -1896,9 +1897,6 @@ __device__ void scan_lb_pairs(const Params& P) {
   BC_LB_KERNEL(scan_##name##_lbcols, MINB)(bc::scan::Params p) {                                 \
     bc::pdl_wait();                                                                          \
     bc::scan::scan_lb_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
-  }                                                                                          \
-  BC_KERNEL(scan_##name##_zero, 256)(unsigned* p, long long words) {                         \
-    bc::scan::zero_lb_words(p, words);                                                       \
   }
 
 // Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
@@ -1936,6 +1934,9 @@ __device__ void scan_lb_pairs(const Params& P) {
     1
 #error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (see baracuda.scan._kernels.SCAN_GROUPS)"
 #endif
+
+// Every program: the look-back workspace's zeroing (op- and dtype-independent).
+BC_KERNEL(scan_zero, 256)(unsigned* p, long long words) { bc::scan::zero_lb_words(p, words); }
 
 #if defined(BC_SCAN_GROUP_SUM)  // cumsum and its backward
 BC_SCAN_ENTRIES(sum, SumOp, 4, 4)
