@@ -20,6 +20,7 @@ from baracuda.scan._kernels import (
     PIPE_OPS,
     SCAN_GROUPS,
     SCAN_SOURCES,
+    STRIP_OPS,
     Slot,
     chunking,
     flag_strides,
@@ -309,16 +310,17 @@ def test_tie_break_enum_accepted() -> None:
 
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
-# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the fused cummax backward; and the
-# look-back workspace's zeroing, which every program holds
+# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the strips of STRIP_OPS, the fused cummax
+# backward; and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "lbstage")
-_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair")
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair", "strip")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
+    | {f"scan_{op}_strip" for op in STRIP_OPS}
     | {"scan_max_bwd_rows", _SHARED}
 )  # fmt: skip
 
@@ -372,3 +374,81 @@ def test_scan_file_without_a_group_does_not_build(monkeypatch: pytest.MonkeyPatc
         compile_cubin(two, F32, "sm_90")
 
 
+
+
+def _dense(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+_STRIP_CASES = [
+    # (shape, axis, itemsize, x strides or None (dense), x pointer offset, width)
+    ((4096, 8192), 0, 4, None, 0, 256),  # 128 strips of 256 B: three quarters of 132 SMs
+    ((4096, 8192), 0, 2, None, 0, 128),  # 64 of 256 B are too few; 128 of 128 B
+    ((4096, 4096), 0, 2, None, 0, 0),  # 64 strips of 128 B: under half the SMs
+    ((4096, 8192), 0, 8, None, 0, 256),  # f64
+    ((16, 512, 1024), 1, 4, None, 0, 256),  # two outer dims
+    ((512, 1024, 16), 1, 4, None, 0, 0),  # 64-byte runs of lines
+    ((300, 8192), 0, 4, (8196, 1), 0, 256),  # padded rows, 16-byte multiples
+    ((300, 8192), 0, 4, (8193, 1), 0, 0),  # rows not 16-byte aligned
+    ((300, 8192), 0, 4, None, 4, 0),  # misaligned pointer
+    ((300, 8192), 0, 4, (16384, 2), 0, 0),  # every other line
+    ((300, 8190), 0, 2, None, 0, 0),  # lines not a whole number of strips
+]
+
+
+@pytest.mark.parametrize(("shape", "axis", "itemsize", "strides", "offset", "width"),
+                         _STRIP_CASES)  # fmt: skip
+def test_strips_need_whole_aligned_runs_of_lines(
+    shape: tuple[int, ...], axis: int, itemsize: int, strides: tuple[int, ...] | None,
+    offset: int, width: int,
+) -> None:  # fmt: skip
+    """A strided cumsum/cumprod takes strips (scan_strip) only where IN0 and OUT come in whole,
+    16-byte aligned 256- or 128-byte runs of adjacent lines, enough of them for the SMs."""
+    from baracuda.scan import _kernels as K
+
+    x = Slot(4096 + offset, strides or _dense(shape))
+    y = Slot(1 << 30, _dense(shape))
+    assert K._strip_width(shape, axis, [x, None, None, y, None], itemsize, 132) == width
+    # never with a third operand, nor with the switch off
+    assert K._strip_width(shape, axis, [x, y, None, y, None], itemsize, 132) == 0
+
+
+def test_strip_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STRIP", False)
+    x, y = Slot(4096, (8192, 1)), Slot(1 << 30, (8192, 1))
+    assert K._strip_width((4096, 8192), 0, [x, None, None, y, None], 4, 132) == 0
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "lse"])
+def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cumsum/cumprod strips are one launch of a block per strip with the ring's shared
+    memory and no workspace; logcumsumexp keeps its look-back tiles."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    grids: list[tuple[object, int]] = []
+
+    def launch(fn: str, grid: object, block: int, smem: int, *a: object, **kw: object) -> None:
+        grids.append((grid, smem))
+        log.launch(fn, grid, block, smem, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(K, "launch", launch)
+    monkeypatch.setattr(K, "memset_zero", log.memset)
+    monkeypatch.setattr(K, "_strip_fits", lambda module, kernel: True)
+    shape = (4096, 8192)
+    x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
+    variant = K.launch_scan(log, op, None, shape, 0, reverse=True, mode=0,  # type: ignore[arg-type]
+                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
+                            layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    if op == "lse":
+        assert variant.startswith("lb") and all("strip" not in c[0] for c in log.calls)
+        return
+    assert variant == "strip256x128"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
+    assert grids == [((128, 1, 1), K.STRIP_SMEM)]

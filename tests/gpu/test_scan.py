@@ -683,3 +683,129 @@ def test_cupy_and_jax_arrays_on_lookback_tiles() -> None:
 
 def _op_of(kind: ScanKind) -> str:
     return {ScanKind.CUMSUM: "sum", ScanKind.CUMPROD: "prod", ScanKind.LOGCUMSUMEXP: "lse"}[kind]
+
+
+def _strip_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[str, Any, int, str]]:
+    """(what, view, axis, want) for the strip tests: ``want`` is the strip width the launch
+    must take ("strip256" / "strip128") or "" where it must not take strips."""
+    w128, w256 = 128 // element.itemsize, 256 // element.itemsize  # lines in a strip
+    lanes = 16 // element.itemsize
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
+
+    cases: list[tuple[str, Any, int, str]] = []
+    # 256-byte strips (R = 64 positions a chunk, 8 chunks in flight): one position, a partial
+    # chunk, one chunk, one and a bit, more chunks than the ring holds
+    for n in (2, 63, 64, 65, 700):
+        cases.append((f"({n}, 3 strips of 256 B)", make((n, 3 * w256), 10 + n), 0, "strip256"))
+    # 128-byte strips (lines a whole number of 128 but not of 256 bytes; R = 128)
+    for n in (127, 128, 2500):
+        cases.append((f"({n}, 3 strips of 128 B)", make((n, 3 * w128), 20 + n), 0, "strip128"))
+    # rank 3: two outer dims, the scan along the middle one
+    cases.append(("rank 3 (3, 300, 2 strips)", make((3, 300, 2 * w256), 31), 1, "strip256"))
+    # rows padded: a slice of wider rows (axis stride a whole number of vectors)
+    wide = make((400, 2 * w128 + 4 * lanes), 32)
+    cases.append(("padded rows", wide[:, : 2 * w128], 0, "strip256"))
+    # layouts that must not take strips
+    flat = make((300 * 2 * w256 + 1,), 33)
+    cases.append(("misaligned", flat[1:].view(300, 2 * w256), 0, ""))
+    cases.append(("lines not whole strips", make((300, w128 + lanes), 34), 0, ""))
+    every = make((300, 4 * w256), 35)
+    cases.append(("every other line", every[:, ::2], 0, ""))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_strips(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Strided scans in strips of adjacent lines (STRIP, scan_strip; the fill thresholds set
+    to 0 so that small tensors take them): 256- and 128-byte strips, axis lengths around a
+    chunk and past the ring, a rank-3 tensor, padded rows; both directions, forward and
+    backward (cumsum's backward takes strips too), on poisoned outputs against the float64
+    reference and against the same launch without strips; and layouts that must not take
+    strips."""
+    from baracuda.scan import _kernels as K
+
+    assert K.STRIP
+    monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    seen = launched_kernels(monkeypatch)
+    op = _op_of(kind)
+    strip = f"scan_{op}_strip"
+    for what, x, axis, want in _strip_cases(element, torch_dtype(element), kind):
+        for reverse in (False, True):
+            label = f"{what} {tuple(x.shape)} axis={axis} rev={reverse}"
+            seen.clear()
+            y, _ = run_forward(kind, x, axis, reverse)
+            assert (seen == [strip]) == bool(want), (label, seen)
+            assert_close(y, R.scan(kind, _np64(x), axis, reverse), element,
+                         scale=scale_of(kind, x.shape[axis]), what=f"{op} {label}")  # fmt: skip
+            seen.clear()
+            check_op(kind, element, x, axis, reverse, label)  # forward and backward
+            if kind is ScanKind.CUMSUM:  # the backward, a reverse cumsum of the contiguous dy,
+                # takes strips where the contiguous layout of the shape does
+                shape = tuple(x.shape)
+                dense = K.Slot(1 << 20, tuple(torch.empty(0).new_empty(shape, device="meta")
+                                              .stride()))  # fmt: skip
+                back = K._strip_width(shape, axis, [dense, None, None, dense, None],
+                                      element.itemsize, 132) > 0  # fmt: skip
+                assert seen.count(strip) == bool(want) + back, (label, seen)
+            if want:
+                # the width the host chose (the kernel reads it from params.width)
+                slots = [K.Slot(x.data_ptr(), tuple(x.stride())), None, None,
+                         K.Slot(y.data_ptr(), tuple(y.stride())), None]
+                sw = K._strip_width(tuple(x.shape), axis, slots, element.itemsize, 132)
+                assert f"strip{sw}" == want, (label, sw)
+                monkeypatch.setattr(K, "STRIP", False)
+                y_lb, _ = run_forward(kind, x, axis, reverse)
+                monkeypatch.setattr(K, "STRIP", True)
+                assert_close(y, _np64(y_lb), element, scale=scale_of(kind, x.shape[axis]),
+                             what=f"strips vs look-back {label}")  # fmt: skip
+
+
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_strips_on_the_benchmark_shape(element: ElementKind, monkeypatch: Any) -> None:
+    """cumsum over 4096 x 8192 along dim 0 (the benchmark's case) takes strips at the default
+    thresholds on this card (256-byte strips in f32, 128 in bf16 on an H100) and matches the
+    float64 reference, in both directions, and its backward."""
+    from baracuda.scan import _kernels as K
+
+    seen = launched_kernels(monkeypatch)
+    x = torch.from_numpy(make_input(ScanKind.CUMSUM, (4096, 8192), 40)).to("cuda",
+                                                                           torch_dtype(element))
+    for reverse in (False, True):
+        seen.clear()
+        check_op(ScanKind.CUMSUM, element, x, 0, reverse, f"4096x8192 dim 0 rev={reverse}")
+        if K.STRIP:
+            assert seen == ["scan_sum_strip"] * 2, seen
+
+
+def test_cupy_and_jax_arrays_on_strips() -> None:
+    """CuPy f32 and JAX bf16 arrays through the functional API on strips (8192 lines along
+    dim 0): results come back as the caller's type and match the float64 reference."""
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(6)
+    x64 = rng.uniform(-1.0, 1.0, (300, 8192)) + 0.25
+    xc = cupy.asarray(x64, dtype=cupy.float32)
+    for reverse in (False, True):
+        y = bc.cumsum(xc, 0, reverse)
+        assert isinstance(y, cupy.ndarray)
+        assert_close(y, R.scan(ScanKind.CUMSUM, _np64(xc), 0, reverse), ElementKind.F32,
+                     scale=scale_of(ScanKind.CUMSUM, 300), what=f"cupy strips rev={reverse}")
+    yl = bc.logcumsumexp(xc, 0)
+    assert_close(yl, R.scan(ScanKind.LOGCUMSUMEXP, _np64(xc), 0, False), ElementKind.F32,
+                 scale=scale_of(ScanKind.LOGCUMSUMEXP, 300), what="cupy logcumsumexp lbcols")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    xj = jnp.asarray(x64, dtype=jnp.bfloat16)
+    xp = jnp.asarray(make_input(ScanKind.CUMPROD, (300, 8192), 41), dtype=jnp.bfloat16)
+    yj = bc.cumprod(xp, 0)
+    assert type(yj).__module__.startswith("jax")
+    assert_close(yj, R.scan(ScanKind.CUMPROD, _np64(xp), 0, False), ElementKind.BF16,
+                 scale=scale_of(ScanKind.CUMPROD, 300), what="jax cumprod strips")  # fmt: skip
+    yj = bc.cumsum(xj, 0)
+    assert_close(yj, R.scan(ScanKind.CUMSUM, _np64(xj), 0, False), ElementKind.BF16,
+                 scale=scale_of(ScanKind.CUMSUM, 300), what="jax cumsum strips")

@@ -8,7 +8,10 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
 - ``cols``: the axis is strided; one thread per (row, chunk), adjacent rows on adjacent
   threads (coalesced when the innermost outer dim is contiguous).
 
-When rows alone cannot fill the GPU, each row is cut into tiles. Along a strided axis they
+When rows alone cannot fill the GPU, cumsum and cumprod along a strided axis whose rows
+come in whole, aligned 128- or 256-byte strips of adjacent rows take a block per strip,
+walking the whole axis with chunks staged by ``cp.async`` (``strip``), where the strips are
+enough for the SMs. Otherwise each row is cut into tiles. Along a strided axis they
 are scanned in one pass with decoupled look-back (``lbcols``: a block per piece of up to 32
 adjacent rows): tiles publish their totals into a tree of aligned blocks per row and take
 their carry from a few nodes per level of it (``scan.cu``). Contiguous rows take three
@@ -65,6 +68,8 @@ __all__ = [
     "LBCOLS_WIDE",
     "LBCOLS_STAGED",
     "COOP_ROWS",
+    "STRIP",
+    "STRIP_OPS",
     "CoopSplit",
     "coop_split",
     "launch_max_backward",
@@ -187,6 +192,58 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
     return (ch.chunk_len * ch.width + BLOCK) * itemsize
 
 
+# Switch: cumsum/cumprod (STRIP_OPS) along a strided axis whose lines come in runs of
+# whole, aligned 128- or 256-byte strips, enough of them to give most SMs one
+# (``_strip_width``), take one launch of a block per strip, each walking the whole axis with
+# STRIP_STAGES chunks of STRIP_CHUNK bytes in flight (scan.cu, scan_strip): no look-back, no
+# workspace. On the H100, cumsum over 4096 x 8192 along dim 0 took 52.2 vs 61.9 us in bf16
+# (look-back line pairs) and 97.3 vs 102.6 us in f32 (lbcols) (docs/benchmarks.md, round
+# 11). Read at each launch.
+STRIP = True
+# logcumsumexp stays on the look-back tiles: its exp/log per element on one block of 8 warps
+# an SM is slower than four blocks' look-back (4096 x 8192 dim 0: f32 340 vs 230 us, bf16
+# 409 vs 246 us)
+STRIP_OPS = ("sum", "prod")
+STRIP_CHUNK = 16384  # scan.cu kStripChunk
+STRIP_STAGES = 8  # scan.cu kStripStages: chunks in flight
+STRIP_SMEM = STRIP_CHUNK * STRIP_STAGES  # the ring: 128 KiB (sm_80 and later data-centre GPUs)
+# strips per SM at least (fewer: a block per strip leaves too many SMs idle), and the share
+# of SMs the wider strips must fill before they are taken
+STRIP_MIN_FILL = 0.5
+STRIP_WIDE_FILL = 0.75
+
+
+def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+                 itemsize: int, sm_count: int) -> int:  # fmt: skip
+    """The bytes of a strip (256 or 128) where a strided scan may take strips (``STRIP``),
+    else 0: IN0 and OUT only, 16-byte aligned, the innermost outer dim (extent > 1) of stride
+    1 and a whole number of strips long, every other outer stride and the axis stride whole
+    16-byte vectors; 256-byte strips where they fill ``STRIP_WIDE_FILL`` of the SMs, else
+    128-byte strips where they fill ``STRIP_MIN_FILL``."""
+    used = [i for i, o in enumerate(operands) if o is not None]
+    n = shape[axis]
+    if not STRIP or used != [IN0, OUT] or n == 0:
+        return 0
+    oshape, ostrides, _, axis_strides = split_axis(
+        shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
+    )
+    last = max((k for k, d in enumerate(oshape) if d > 1), default=-1)
+    if last < 0:
+        return 0
+    lanes = 16 // itemsize
+    for k, i in enumerate(used):
+        if operands[i].ptr % 16 or axis_strides[k] % lanes:  # type: ignore[union-attr]
+            return 0
+        for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True)):
+            if d > 1 and (st != 1 if j == last else st % lanes):
+                return 0
+    line_bytes = numel(oshape) * itemsize
+    for sw, fill in ((256, STRIP_WIDE_FILL), (128, STRIP_MIN_FILL)):
+        if (oshape[last] * itemsize) % sw == 0 and line_bytes // sw >= fill * sm_count:
+            return sw
+    return 0
+
+
 # Switch: few long contiguous lines of PIPE_OPS, which ``chunking`` would cut into chunks,
 # take one cooperative launch (scan.cu, scan_coop: a block of COOP_WARPS warps an SM, each a
 # piece of a line, read once into shared memory where it fits, then scanned after a grid
@@ -270,6 +327,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "lbstage"))
+        + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
     )  # fmt: skip
@@ -557,6 +615,13 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
     return params
 
 
+def _strip_fits(module: LoadedModule, kernel: str) -> bool:
+    """Whether a block of the strip kernel may take its ring (STRIP_SMEM) beside its static
+    shared memory on this device."""
+    room = device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
+    return room >= STRIP_SMEM
+
+
 def launch_scan(
     module: LoadedModule,
     op: str,
@@ -591,6 +656,15 @@ def launch_scan(
                   warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
                   wide=packed and op in _WIDE_OPS and not staged, pairs=pairs)
     params = _params(shape, axis, operands, vec_slots, itemsize, layout, reverse, mode)
+    if layout == "cols" and op in STRIP_OPS:
+        sw = _strip_width(shape, axis, operands, itemsize, sm_count)
+        kernel = f"scan_{op}_strip"
+        if sw and _strip_fits(module, kernel):
+            params.width = sw
+            strips = rows * itemsize // sw
+            launch(module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK, STRIP_SMEM,
+                   stream, [params], kernel)  # fmt: skip
+            return f"strip{sw}x{strips}"
     lanes = 16 // itemsize
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
     if ch.layout == "lbcols" and staged:
