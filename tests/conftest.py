@@ -7,6 +7,10 @@ from typing import Any
 
 import pytest
 
+# JAX takes 75 % of the GPU's memory when it starts unless told otherwise: with several test
+# processes on one GPU (pytest-xdist, scripts/gpu-check) the others would run out of memory
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 
 def _cuda_ok() -> bool:
     from baracuda._cuda.driver import gpu_available
