@@ -42,7 +42,8 @@ CASES: list[tuple[str, tuple[int, ...], int]] = [
     ("logcumsumexp", (4096, 8192), 0),
     ("cummax", (4096, 8192), 0),
 ]
-# more strided shapes (--more): other line counts and axis lengths, cumprod, a rank-3 tensor
+# more shapes (--more): other line counts and axis lengths along strided and contiguous axes,
+# cumprod, a rank-3 tensor
 MORE: list[tuple[str, tuple[int, ...], int]] = [
     ("cumsum", (8192, 4096), 0),
     ("cumsum", (1024, 8192), 0),
@@ -50,6 +51,10 @@ MORE: list[tuple[str, tuple[int, ...], int]] = [
     ("cumsum", (512, 65536), 0),
     ("cumprod", (4096, 8192), 0),
     ("cumsum", (16, 512, 1024), 1),
+    ("cumsum", (1024, 32768), 1),
+    ("cumsum", (512, 16384), 1),
+    ("cumprod", (4096, 8192), 1),
+    ("cumsum_backward", (4096, 8192), 1),
 ]
 DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
 

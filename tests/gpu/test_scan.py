@@ -809,3 +809,82 @@ def test_cupy_and_jax_arrays_on_strips() -> None:
     yj = bc.cumsum(xj, 0)
     assert_close(yj, R.scan(ScanKind.CUMSUM, _np64(xj), 0, False), ElementKind.BF16,
                  scale=scale_of(ScanKind.CUMSUM, 300), what="jax cumsum strips")
+
+
+def _ring_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[str, Any, bool]]:
+    """(what, view, ring) for the ring tests, the scan along the last axis: ``ring`` says
+    whether the launch must take the ring."""
+    lanes = 16 // element.itemsize
+    chunk = 16384 // element.itemsize  # positions a chunk
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
+
+    cases: list[tuple[str, Any, bool]] = [
+        ("one chunk", make((5, chunk), 50), True),
+        ("two chunks and a partial one", make((3, 2 * chunk + 3 * lanes), 51), True),
+        ("a partial second chunk", make((4, chunk + lanes), 52), True),
+        ("rank 3", make((2, 3, chunk + 5 * lanes), 53), True),
+    ]
+    wide = make((3, chunk + 8 * lanes), 54)
+    cases.append(("padded rows", wide[:, : chunk + 2 * lanes], True))
+    flat = make((3 * (chunk + lanes) + 1,), 55)
+    cases.append(("misaligned", flat[1:].view(3, chunk + lanes), False))
+    cases.append(("not whole vectors", make((3, chunk + 1), 56), False))
+    cases.append(("shorter than a chunk", make((3, chunk - lanes), 57), False))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Contiguous rows through the block ring (RING_ROWS switched on, scan_ring; the
+    rows-per-SM threshold set to 0 so that a few rows take it): one chunk a row, whole and
+    partial last chunks, a rank-3 tensor, padded rows; both directions, forward and backward,
+    on poisoned outputs against the float64 reference and the same launch without the ring;
+    and layouts that must not take it."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "RING_ROWS", True)
+    monkeypatch.setattr(K, "RING_MIN_ROWS_PER_SM", 0.0)
+    seen = launched_kernels(monkeypatch)
+    ring = f"scan_{_op_of(kind)}_ring"
+    for what, x, want in _ring_cases(element, torch_dtype(element), kind):
+        for reverse in (False, True):
+            label = f"{what} {tuple(x.shape)} rev={reverse}"
+            seen.clear()
+            y, _ = run_forward(kind, x, -1, reverse)
+            assert (seen == [ring]) == want, (label, seen)
+            assert_close(y, R.scan(kind, _np64(x), -1, reverse), element,
+                         scale=scale_of(kind, x.shape[-1]), what=f"ring {label}")  # fmt: skip
+            check_op(kind, element, x, -1, reverse, label)  # forward and backward
+            if want:
+                monkeypatch.setattr(K, "RING_ROWS", False)
+                y_plain, _ = run_forward(kind, x, -1, reverse)
+                monkeypatch.setattr(K, "RING_ROWS", True)
+                assert_close(y, _np64(y_plain), element, scale=scale_of(kind, x.shape[-1]),
+                             what=f"ring vs warp rows {label}")  # fmt: skip
+
+
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_ring_on_the_benchmark_shapes(element: ElementKind, monkeypatch: Any) -> None:
+    """With RING_ROWS on, cumsum over 4096 x 8192 and 1024 x 32768 along dim 1 takes the ring
+    at the default thresholds, matches the float64 reference in both directions, and so does
+    its backward; CuPy arrays through the functional API too."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "RING_ROWS", True)
+    seen = launched_kernels(monkeypatch)
+    for shape in ((4096, 8192), (1024, 32768)):
+        x64 = make_input(ScanKind.CUMSUM, shape, 58)
+        x = torch.from_numpy(x64).to("cuda", torch_dtype(element))
+        for reverse in (False, True):
+            seen.clear()
+            check_op(ScanKind.CUMSUM, element, x, 1, reverse, f"{shape} dim 1 rev={reverse}")
+            assert seen == ["scan_sum_ring"] * 2, seen
+    cupy = pytest.importorskip("cupy")
+    xc = cupy.asarray(make_input(ScanKind.CUMPROD, (300, 8192), 59), dtype=cupy.float32)
+    yc = bc.cumprod(xc, 1)
+    assert isinstance(yc, cupy.ndarray)
+    assert_close(yc, R.scan(ScanKind.CUMPROD, _np64(xc), 1, False), ElementKind.F32,
+                 scale=scale_of(ScanKind.CUMPROD, 8192), what="cupy cumprod ring")  # fmt: skip
