@@ -384,6 +384,20 @@ def _dense(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _record_grids(log: _LaunchLog, monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, int]]:
+    """Launches go to ``log``; returns the list their (grid, shared memory) are appended to."""
+    from baracuda.scan import _kernels as K
+
+    grids: list[tuple[object, int]] = []
+
+    def launch(fn: str, grid: object, block: int, smem: int, *a: object, **kw: object) -> None:
+        grids.append((grid, smem))
+        log.launch(fn, grid, block, smem, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(K, "launch", launch)
+    return grids
+
+
 _STRIP_CASES = [
     # (shape, axis, itemsize, x strides or None (dense), x pointer offset, width)
     ((4096, 8192), 0, 4, None, 0, 256),  # 128 strips of 256 B: three quarters of 132 SMs
@@ -432,15 +446,9 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from baracuda.scan import _kernels as K
 
     log = _LaunchLog("sm_90")
-    grids: list[tuple[object, int]] = []
-
-    def launch(fn: str, grid: object, block: int, smem: int, *a: object, **kw: object) -> None:
-        grids.append((grid, smem))
-        log.launch(fn, grid, block, smem, *a, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(K, "launch", launch)
+    grids = _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "memset_zero", log.memset)
-    monkeypatch.setattr(K, "_strip_fits", lambda module, kernel: True)
+    monkeypatch.setattr(K, "_smem_fits", lambda module, kernel, smem: True)
     shape = (4096, 8192)
     x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
     variant = K.launch_scan(log, op, None, shape, 0, reverse=True, mode=0,  # type: ignore[arg-type]
@@ -481,14 +489,8 @@ def test_ring_launch(op: str, reverse: bool, monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(K, "RING_ROWS", True)
     log = _LaunchLog("sm_90")
-    grids: list[tuple[object, int]] = []
-
-    def launch(fn: str, grid: object, block: int, smem: int, *a: object, **kw: object) -> None:
-        grids.append((grid, smem))
-        log.launch(fn, grid, block, smem, *a, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(K, "launch", launch)
-    monkeypatch.setattr(K, "_ring_fits", lambda module, kernel: True)
+    grids = _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_fits", lambda module, kernel, smem: True)
     shape = (4096, 8192)
     x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
     variant = K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]

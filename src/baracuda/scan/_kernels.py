@@ -11,20 +11,20 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
 Cumsum and cumprod along a strided axis whose rows come in whole, aligned 128- or 256-byte
 strips of adjacent rows take a block per strip, walking the whole axis with chunks staged by
 ``cp.async`` (``strip``), where the strips are enough for the SMs; along a contiguous axis,
-rows of 16 KiB or more (at least one an SM) take blocks that each walk a sequence of rows
-the same way (``ring``). Otherwise, when rows alone cannot fill the GPU, each row is cut into
+rows of 16 KiB or more (at least one an SM) may take blocks that each walk a sequence of
+rows the same way (``ring``). Otherwise, when rows alone cannot fill the GPU, each row is cut into
 tiles. Along a strided axis they are scanned in one pass with decoupled look-back
 (``lbcols``: a block per piece of up to 32 adjacent rows): tiles publish their totals into
 a tree of aligned blocks per row and take their carry from a few nodes per level of it
-(``scan.cu``). Contiguous rows take three
-passes (``LOOKBACK_ROWS`` off; on, ``lbrows``: a block per piece of one row): a reduce pass
-writes chunk totals to the workspace, ``states`` turns them into exclusive carries in
-place, and the final pass rescans each chunk from its carry; so do both with ``LOOKBACK``
-off. Strided tiles that are one run of memory move through shared memory in 16-byte vectors
-(``lbstage``); cumsum/cumprod tiles of a 2-byte type whose adjacent lines pair up in 4-byte
-words take two groups of 32 lines, a thread per line pair (``lbpair``). The cummax/cummin
-backward runs in one kernel where a warp takes a row (``launch_max_backward``), else in two
-launches.
+(``scan.cu``). Contiguous rows take three passes (``LOOKBACK_ROWS`` off; on, ``lbrows``: a
+block per piece of one row): a reduce pass writes chunk totals to the workspace, ``states``
+turns them into exclusive carries in place, and the final pass rescans each chunk from its
+carry; so do both with ``LOOKBACK`` off. Strided tiles that are one run of memory move
+through shared memory in 16-byte vectors (``lbstage``); cumsum/cumprod tiles of a 2-byte
+type whose adjacent lines pair up in 4-byte words take two groups of 32 lines, a thread per
+line pair (``lbpair``). The cummax/cummin backward runs in one kernel where a warp takes a
+row (``launch_max_backward``), else in two launches. The ring along a contiguous axis is off
+(``RING_ROWS``: measured slower than the warp rows).
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
 # whole, aligned 128- or 256-byte strips, enough of them to give most SMs one
 # (``_strip_width``), take one launch of a block per strip, each walking the whole axis with
 # STRIP_STAGES chunks of STRIP_CHUNK bytes in flight (scan.cu, scan_strip): no look-back, no
-# workspace. On the H100, cumsum over 4096 x 8192 along dim 0 took 52.2 vs 61.9 us in bf16
-# (look-back line pairs) and 97.3 vs 102.6 us in f32 (lbcols) (docs/benchmarks.md, round
+# workspace. On the H100, cumsum over 4096 x 8192 along dim 0 took 52.3 vs 62.0 us in bf16
+# (look-back line pairs) and 97.5 vs 102.6 us in f32 (lbcols) (docs/benchmarks.md, round
 # 11). Read at each launch.
 STRIP = True
 # logcumsumexp stays on the look-back tiles: its exp/log per element on one block of 8 warps
@@ -227,6 +227,8 @@ def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | No
     n = shape[axis]
     if not STRIP or used != [IN0, OUT] or n == 0:
         return 0
+    if numel(shape) // n * itemsize < 128 * STRIP_MIN_FILL * sm_count:
+        return 0  # too few lines for enough strips (before the layout's cost)
     oshape, ostrides, _, axis_strides = split_axis(
         shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
     )
@@ -273,13 +275,6 @@ def _ring_rows(rows: int, n: int, itemsize: int, sm_count: int) -> bool:
         and n * itemsize >= RING_CHUNK
         and rows >= RING_MIN_ROWS_PER_SM * sm_count
     )
-
-
-def _ring_fits(module: LoadedModule, kernel: str) -> bool:
-    """Whether a block of the ring kernel may take its ring (RING_SMEM) beside its static
-    shared memory on this device."""
-    room = device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
-    return room >= RING_SMEM
 
 
 # Switch: few long contiguous lines of PIPE_OPS, which ``chunking`` would cut into chunks,
@@ -653,11 +648,11 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
     return params
 
 
-def _strip_fits(module: LoadedModule, kernel: str) -> bool:
-    """Whether a block of the strip kernel may take its ring (STRIP_SMEM) beside its static
-    shared memory on this device."""
+def _smem_fits(module: LoadedModule, kernel: str, dynamic_smem: int) -> bool:
+    """Whether a block of ``kernel`` may take ``dynamic_smem`` bytes of shared memory beside
+    its static shared memory on this device (the strip and ring kernels' rings)."""
     room = device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
-    return room >= STRIP_SMEM
+    return room >= dynamic_smem
 
 
 def launch_scan(
@@ -697,7 +692,7 @@ def launch_scan(
     if layout == "cols" and op in STRIP_OPS:
         sw = _strip_width(shape, axis, operands, itemsize, sm_count)
         kernel = f"scan_{op}_strip"
-        if sw and _strip_fits(module, kernel):
+        if sw and _smem_fits(module, kernel, STRIP_SMEM):
             params.width = sw
             strips = rows * itemsize // sw
             launch(module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK, STRIP_SMEM,
@@ -719,7 +714,7 @@ def launch_scan(
     )
     if pipeable and op in STRIP_OPS and _ring_rows(rows, n, itemsize, sm_count):
         kernel = f"scan_{op}_ring"
-        if _ring_fits(module, kernel):
+        if _smem_fits(module, kernel, RING_SMEM):
             grid = min(rows, RING_BLOCKS_PER_SM * sm_count)
             launch(module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK, RING_SMEM, stream,
                    [params], kernel)  # fmt: skip

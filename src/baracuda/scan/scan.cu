@@ -2231,36 +2231,27 @@ __device__ void scan_ring(const Params& P) {
     bc::scan::scan_lb_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
   }
 
-// Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
-#define BC_SCAN_PIPE_ENTRY(name, OP)                                                         \
-  extern "C" __global__ void __launch_bounds__(256, 4) BC_ENTRY(scan_##name##_pipe1)(       \
-      bc::scan::Params p) {                                                                  \
-    bc::scan::scan_pipe<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
+// One entry scan_<name>_<kind> of THREADS threads, at least MINB blocks an SM, running
+// bc::scan::FN for op OP (no dependent-launch wait: these kernels are plain launches).
+#define BC_SCAN_BLOCK_ENTRY(name, OP, kind, FN, THREADS, MINB)                                \
+  extern "C" __global__ void __launch_bounds__(THREADS, MINB) BC_ENTRY(scan_##name##_##kind)( \
+      bc::scan::Params p) {                                                                   \
+    bc::scan::FN<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                                      \
   }
 
+// Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
+#define BC_SCAN_PIPE_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4)
 // Cooperative pieces of long lines: one block of 1024 threads per SM (at most 64 registers).
-#define BC_SCAN_COOP_ENTRY(name, OP)                                                         \
-  extern "C" __global__ void __launch_bounds__(1024, 1) BC_ENTRY(scan_##name##_coop)(      \
-      bc::scan::Params p) {                                                                  \
-    bc::scan::scan_coop<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
-  }
+#define BC_SCAN_COOP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, coop, scan_coop, 1024, 1)
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::pdl_wait();                                                                          \
     bc::scan::scan_lb_stage<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                          \
   }
 // Strips of adjacent lines: one block an SM (the ring takes most of shared memory).
-#define BC_SCAN_STRIP_ENTRY(name, OP)                                                        \
-  extern "C" __global__ void __launch_bounds__(256, 1) BC_ENTRY(scan_##name##_strip)(      \
-      bc::scan::Params p) {                                                                  \
-    bc::scan::scan_strip<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                             \
-  }
+#define BC_SCAN_STRIP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip, scan_strip, 256, 1)
 // Contiguous rows through a ring: two blocks an SM (96 KiB of ring each).
-#define BC_SCAN_RING_ENTRY(name, OP)                                                         \
-  extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_##name##_ring)(       \
-      bc::scan::Params p) {                                                                  \
-    bc::scan::scan_ring<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
-  }
+#define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 2)
 // Line pairs of 2-byte types (the host launches them for no other type).
 #define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
   BC_LB_KERNEL(scan_##name##_lbpair, 4)(bc::scan::Params p) {                                \
