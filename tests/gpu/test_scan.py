@@ -695,8 +695,8 @@ def _strip_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[st
         return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
 
     cases: list[tuple[str, Any, int, str]] = []
-    # 256-byte strips (R = 64 positions a chunk, 8 chunks in flight): one position, a partial
-    # chunk, one chunk, one and a bit, more chunks than the ring holds
+    # 256-byte strips (R = 64 positions a chunk, 8 chunks in flight): two positions, a
+    # partial chunk, one chunk, one and a bit, more chunks than the ring holds
     for n in (2, 63, 64, 65, 700):
         cases.append((f"({n}, 3 strips of 256 B)", make((n, 3 * w256), 10 + n), 0, "strip256"))
     # 128-byte strips (lines a whole number of 128 but not of 256 bytes; R = 128)
