@@ -310,17 +310,17 @@ def test_tie_break_enum_accepted() -> None:
 
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
-# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the strips and rings of STRIP_OPS, the fused
-# cummax backward; and the look-back workspace's zeroing, which every program holds
+# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the strips of STRIP_OPS, the fused cummax
+# backward; and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "lbstage")
-_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair", "strip", "ring")
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair", "strip")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
-    | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
+    | {f"scan_{op}_strip" for op in STRIP_OPS}
     | {"scan_max_bwd_rows", _SHARED}
 )  # fmt: skip
 
@@ -461,44 +461,3 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
     assert grids == [((128, 1, 1), K.STRIP_SMEM)]
 
-
-@pytest.mark.parametrize(("rows", "n", "itemsize", "ring"), [
-    (4096, 8192, 2, True),  # rows of 16 KiB
-    (4096, 8192, 4, True),
-    (1024, 32768, 2, True),
-    (131, 8192, 4, False),  # fewer rows than SMs
-    (4096, 4096, 2, False),  # rows of 8 KiB
-    (4096, 8193, 4, False),  # not whole 16-byte vectors
-])  # fmt: skip
-def test_ring_rows_condition(rows: int, n: int, itemsize: int, ring: bool,
-                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from baracuda.scan import _kernels as K
-
-    assert not K._ring_rows(rows, n, itemsize, 132)  # off by default (slower, round 11)
-    monkeypatch.setattr(K, "RING_ROWS", True)
-    assert K._ring_rows(rows, n, itemsize, 132) == ring
-
-
-@pytest.mark.parametrize(("op", "reverse"), [("sum", False), ("sum", True), ("prod", False),
-                                             ("lse", False)])  # fmt: skip
-def test_ring_launch(op: str, reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With RING_ROWS on, contiguous cumsum/cumprod rows of 16 KiB or more, at least one an
-    SM, are one launch of two blocks an SM with the ring's shared memory (both directions);
-    logcumsumexp keeps the warp rows (pipe1)."""
-    from baracuda.scan import _kernels as K
-
-    monkeypatch.setattr(K, "RING_ROWS", True)
-    log = _LaunchLog("sm_90")
-    grids = _record_grids(log, monkeypatch)
-    monkeypatch.setattr(K, "_smem_fits", lambda module, kernel, smem: True)
-    shape = (4096, 8192)
-    x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
-    variant = K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
-                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
-                            layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
-    if op == "lse":
-        assert variant == "pipe1" and [c[0] for c in log.calls] == ["scan_lse_pipe1"]
-        return
-    assert variant == "ring"
-    assert [c[0] for c in log.calls] == [f"scan_{op}_ring"]
-    assert grids == [((264, 1, 1), K.RING_SMEM)]

@@ -10,21 +10,19 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
 
 Cumsum and cumprod along a strided axis whose rows come in whole, aligned 128- or 256-byte
 strips of adjacent rows take a block per strip, walking the whole axis with chunks staged by
-``cp.async`` (``strip``), where the strips are enough for the SMs; along a contiguous axis,
-rows of 16 KiB or more (at least one an SM) may take blocks that each walk a sequence of
-rows the same way (``ring``). Otherwise, when rows alone cannot fill the GPU, each row is cut into
-tiles. Along a strided axis they are scanned in one pass with decoupled look-back
-(``lbcols``: a block per piece of up to 32 adjacent rows): tiles publish their totals into
-a tree of aligned blocks per row and take their carry from a few nodes per level of it
-(``scan.cu``). Contiguous rows take three passes (``LOOKBACK_ROWS`` off; on, ``lbrows``: a
-block per piece of one row): a reduce pass writes chunk totals to the workspace, ``states``
-turns them into exclusive carries in place, and the final pass rescans each chunk from its
-carry; so do both with ``LOOKBACK`` off. Strided tiles that are one run of memory move
-through shared memory in 16-byte vectors (``lbstage``); cumsum/cumprod tiles of a 2-byte
-type whose adjacent lines pair up in 4-byte words take two groups of 32 lines, a thread per
-line pair (``lbpair``). The cummax/cummin backward runs in one kernel where a warp takes a
-row (``launch_max_backward``), else in two launches. The ring along a contiguous axis is off
-(``RING_ROWS``: measured slower than the warp rows).
+``cp.async`` (``strip``), where the strips are enough for the SMs. Otherwise, when rows
+alone cannot fill the GPU, each row is cut into tiles. Along a strided axis they are scanned
+in one pass with decoupled look-back (``lbcols``: a block per piece of up to 32 adjacent
+rows): tiles publish their totals into a tree of aligned blocks per row and take their carry
+from a few nodes per level of it (``scan.cu``). Contiguous rows take three passes
+(``LOOKBACK_ROWS`` off; on, ``lbrows``: a block per piece of one row): a reduce pass writes
+chunk totals to the workspace, ``states`` turns them into exclusive carries in place, and
+the final pass rescans each chunk from its carry; so do both with ``LOOKBACK`` off. Strided
+tiles that are one run of memory move through shared memory in 16-byte vectors
+(``lbstage``); cumsum/cumprod tiles of a 2-byte type whose adjacent lines pair up in 4-byte
+words take two groups of 32 lines, a thread per line pair (``lbpair``). The cummax/cummin
+backward runs in one kernel where a warp takes a row (``launch_max_backward``), else in two
+launches.
 """
 
 from __future__ import annotations
@@ -72,7 +70,6 @@ __all__ = [
     "COOP_ROWS",
     "STRIP",
     "STRIP_OPS",
-    "RING_ROWS",
     "CoopSplit",
     "coop_split",
     "launch_max_backward",
@@ -249,34 +246,6 @@ def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | No
     return 0
 
 
-# Switch: cumsum/cumprod (STRIP_OPS) along a contiguous axis, rows of at least RING_CHUNK
-# bytes and at least one row an SM, under pipe1's launch condition with whole vectors
-# (``_ring_rows``), take a launch of RING_BLOCKS_PER_SM blocks an SM, each a sequence of rows
-# walked in chunks of RING_CHUNK bytes with RING_STAGES in flight (scan.cu, scan_ring).
-# Off: on the H100 this kernel took 68.6 vs 55.3 us (bf16) and 123 vs 102 us (f32) over
-# 4096 x 8192 along dim 1 against pipe1, though a standalone prototype of the same scheme
-# took 50.4 and 97.5 us; it wins only on some shapes (bf16 512 x 16384: 25.6 vs 32.5 us).
-# Tested on the GPU with the switch on (docs/benchmarks.md, round 11). Read at each launch.
-RING_ROWS = False
-RING_CHUNK = 16384  # scan.cu kRingChunk
-RING_STAGES = 6  # scan.cu kRingStages
-RING_SMEM = RING_CHUNK * RING_STAGES
-RING_BLOCKS_PER_SM = 2
-RING_MIN_ROWS_PER_SM = 1.0
-
-
-def _ring_rows(rows: int, n: int, itemsize: int, sm_count: int) -> bool:
-    """Whether rows of ``n`` (contiguous, aligned: pipe1's condition) may take the ring:
-    ``RING_ROWS``, rows a whole number of 16-byte vectors and at least RING_CHUNK bytes, and
-    RING_MIN_ROWS_PER_SM rows an SM."""
-    return (
-        RING_ROWS
-        and (n * itemsize) % 16 == 0
-        and n * itemsize >= RING_CHUNK
-        and rows >= RING_MIN_ROWS_PER_SM * sm_count
-    )
-
-
 # Switch: few long contiguous lines of PIPE_OPS, which ``chunking`` would cut into chunks,
 # take one cooperative launch (scan.cu, scan_coop: a block of COOP_WARPS warps an SM, each a
 # piece of a line, read once into shared memory where it fits, then scanned after a grid
@@ -360,7 +329,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "lbstage"))
-        + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
+        + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
     )  # fmt: skip
@@ -650,7 +619,7 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
 
 def _smem_fits(module: LoadedModule, kernel: str, dynamic_smem: int) -> bool:
     """Whether a block of ``kernel`` may take ``dynamic_smem`` bytes of shared memory beside
-    its static shared memory on this device (the strip and ring kernels' rings)."""
+    its static shared memory on this device (the strip kernel's ring)."""
     room = device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
     return room >= dynamic_smem
 
@@ -712,13 +681,6 @@ def launch_scan(
         and OUT in vec_slots
         and (not reverse or n % lanes == 0)
     )
-    if pipeable and op in STRIP_OPS and _ring_rows(rows, n, itemsize, sm_count):
-        kernel = f"scan_{op}_ring"
-        if _smem_fits(module, kernel, RING_SMEM):
-            grid = min(rows, RING_BLOCKS_PER_SM * sm_count)
-            launch(module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK, RING_SMEM, stream,
-                   [params], kernel)  # fmt: skip
-            return "ring"
     if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):

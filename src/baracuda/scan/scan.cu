@@ -20,9 +20,6 @@
 //   strip          sum/prod along a strided axis whose lines come in whole 128/256-byte runs:
 //                  a block per run of adjacent lines walks the whole axis, chunks staged in
 //                  shared memory by cp.async (see "strips of adjacent lines").
-//   ring           sum/prod along a contiguous axis, rows of 16 KiB or more: a block per
-//                  sequence of rows, chunks staged in shared memory by cp.async (see
-//                  "contiguous rows through a ring").
 //   max_bwd_rows   the cummax/cummin backward in one kernel, a warp per line (both passes).
 //   zero           zeroes the look-back workspace before an lb* launch (its dependent); one
 //                  per program, shared by its ops.
@@ -2039,145 +2036,6 @@ __device__ void scan_strip(const Params& P) {
 }
 
 
-// ------------------------------------------ contiguous rows through a ring (ring)
-// cumsum and cumprod along a contiguous axis, rows at least kRingChunk bytes long and a whole
-// number of 16-byte vectors, 16-byte aligned (the host's condition, _kernels._ring_rows):
-// each block takes rows blockIdx.x, + gridDim.x, ... and walks them in chunks of kRingChunk
-// bytes, kRingStages chunks in flight at once, copied by cp.async into a ring in dynamic
-// shared memory while the block scans the oldest. Warp w scans the chunk's w-th eighth in
-// scan order, 4 vectors a lane (a 32-lane shuffle scan per vector row), the 8 warps' totals
-// meet in shared memory and every lane folds those before its own onto the row's running
-// carry (deterministic). Reverse scans walk each row's chunks from its end and each chunk's
-// vectors and elements mirrored. Bytes outside the row are zero-filled and never stored
-// (they come after every valid element in scan order).
-constexpr int kRingChunk = 16384;
-constexpr int kRingStages = 6;
-
-template <typename T, typename A, class Op, bool kRev>
-__device__ __forceinline__ void scan_ring_dir(const Params& P) {
-  typedef typename Op::S S;
-  static_assert(kOneInputOp<Op>, "the ring takes one-input ops without neighbour or aux operands");
-  constexpr int L = 16 / (int)sizeof(T);  // elements a vector
-  constexpr int NV = kRingChunk / 16;     // vectors a chunk
-  constexpr int J = NV / kBlock;          // vectors a lane (a warp: NV / 8 consecutive ones)
-  constexpr int COPIES = NV / kBlock;
-  extern __shared__ int4 ring_buf[];
-  __shared__ S warp_tot[2][kBlock / 32];
-  unsigned char* ring = reinterpret_cast<unsigned char*>(ring_buf);
-  const Op op{P.mode};
-  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-  const i64 rowb = P.n * (i64)sizeof(T);
-  const i64 cpr = (rowb + kRingChunk - 1) / kRingChunk;  // chunks a row
-  const i64 mine = P.rows > (i64)blockIdx.x ? (P.rows - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-  const i64 items = mine * cpr;
-  // item it: row blockIdx.x + (it / cpr) * gridDim.x, its chunk it % cpr in scan order,
-  // starting at byte `start` of the row (negative: the reverse scan's last, partial chunk)
-  auto locate = [&](i64 it, const unsigned char*& src, unsigned char*& dst, i64& start) {
-    const i64 row = blockIdx.x + (it / cpr) * gridDim.x, c = it % cpr;
-    Coord co;
-    unravel(row, P.outer, co);
-    src = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0) +
-                                                 dot(co, P.op[IN0].outer, P.outer.rank));
-    dst = reinterpret_cast<unsigned char*>(static_cast<T*>(P.op[OUT].ptr) +
-                                           dot(co, P.op[OUT].outer, P.outer.rank));
-    start = kRev ? rowb - (c + 1) * kRingChunk : c * kRingChunk;
-  };
-  auto issue = [&](i64 it) {
-    if (it < items) {
-      const unsigned char* src;
-      unsigned char* dst;
-      i64 start;
-      locate(it, src, dst, start);
-      unsigned char* slot = ring + (int)(it % kRingStages) * kRingChunk;
-      if (start >= 0 && start + kRingChunk <= rowb) {  // a whole chunk (uniform)
-#pragma unroll
-        for (int l = 0; l < COPIES; ++l) {
-          const int off = (t + l * kBlock) * 16;
-          cp_async16(slot + off, src + start + off);
-        }
-      } else {
-#pragma unroll
-        for (int l = 0; l < COPIES; ++l) {
-          const int off = (t + l * kBlock) * 16;
-          const bool in = start + off >= 0 && start + off < rowb;
-          cp_async16_fill(slot + off, in ? src + start + off : src, in ? 16 : 0);
-        }
-      }
-    }
-    cp_async_commit();
-  };
-#pragma unroll
-  for (int k = 0; k < kRingStages - 1; ++k) issue(k);
-  S row_carry = op.identity();
-  for (i64 it = 0; it < items; ++it) {
-    cp_async_wait<kRingStages - 2>();
-    __syncthreads();  // chunk it is in shared memory; the slot refilled next was read before
-    issue(it + kRingStages - 1);
-    if (it % cpr == 0) row_carry = op.identity();
-    const unsigned char* slot = ring + (int)(it % kRingStages) * kRingChunk;
-    S st[J][L];
-    S wcarry = op.identity();
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-      const int vs = w * (NV / 8) + j * 32 + lane;  // the vector's index in scan order
-      const int4 raw = *reinterpret_cast<const int4*>(slot + (kRev ? NV - 1 - vs : vs) * 16);
-      T e[L];
-      memcpy(e, &raw, 16);
-#pragma unroll
-      for (int i = 0; i < L; ++i) {
-        const A a = to_acc(e[kRev ? L - 1 - i : i]);
-        const S m = op.make(&a, 0, 0);  // one-input ops: no position
-        st[j][i] = i ? op.combine(st[j][i - 1], m) : m;
-      }
-      S incl = st[j][L - 1];
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const S o = shfl_up(incl, d);
-        if (lane >= d) incl = op.combine(o, incl);
-      }
-      const S before = shfl_up(incl, 1);
-      const S excl = lane ? op.combine(wcarry, before) : wcarry;
-#pragma unroll
-      for (int i = 0; i < L; ++i) st[j][i] = op.combine(excl, st[j][i]);
-      wcarry = op.combine(wcarry, shfl_idx(incl, 31));
-    }
-    if (lane == 0) warp_tot[it & 1][w] = wcarry;
-    __syncthreads();  // this half of warp_tot is next written two chunks later, past a barrier
-    S pre = row_carry;
-#pragma unroll
-    for (int h = 0; h < kBlock / 32; ++h) {
-      const S th = warp_tot[it & 1][h];
-      if (h < w) pre = op.combine(pre, th);
-      row_carry = op.combine(row_carry, th);
-    }
-    const unsigned char* src;
-    unsigned char* dst;
-    i64 start;
-    locate(it, src, dst, start);
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-      const int vs = w * (NV / 8) + j * 32 + lane;
-      const i64 off = start + (i64)(kRev ? NV - 1 - vs : vs) * 16;
-      if (off >= 0 && off < rowb) {
-        T o[L];
-#pragma unroll
-        for (int i = 0; i < L; ++i) {
-          const S inc = op.combine(pre, st[j][i]);
-          // the one-input ops' output is their inclusive state (out_value ignores the rest)
-          o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, inc, nullptr, A(1), 0));
-        }
-        int4 word;
-        memcpy(&word, o, 16);
-        *reinterpret_cast<int4*>(dst + off) = word;
-      }
-    }
-  }
-}
-
-template <typename T, typename A, class Op>
-__device__ void scan_ring(const Params& P) {
-  BC_SCAN_BY_DIRECTION(scan_ring_dir, T, A, Op);
-}
 
 }  // namespace scan
 }  // namespace bc
@@ -2250,8 +2108,6 @@ __device__ void scan_ring(const Params& P) {
   }
 // Strips of adjacent lines: one block an SM (the ring takes most of shared memory).
 #define BC_SCAN_STRIP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip, scan_strip, 256, 1)
-// Contiguous rows through a ring: two blocks an SM (96 KiB of ring each).
-#define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 2)
 // Line pairs of 2-byte types (the host launches them for no other type).
 #define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
   BC_LB_KERNEL(scan_##name##_lbpair, 4)(bc::scan::Params p) {                                \
@@ -2279,7 +2135,6 @@ BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_COOP_ENTRY(sum, SumOp)
 BC_SCAN_STAGE_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_ENTRY(sum, SumOp)
-BC_SCAN_RING_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD)
 BC_SCAN_ENTRIES(prod, ProdOp, 4, 4)
@@ -2287,7 +2142,6 @@ BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_COOP_ENTRY(prod, ProdOp)
 BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_ENTRY(prod, ProdOp)
-BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
