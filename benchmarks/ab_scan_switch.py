@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 import baracuda as bc
-from baracuda._bench import copy_bandwidth, time_device
+from baracuda._bench import copy_bandwidth, time_us
 from baracuda.scan import (
     ScanArgs,
     ScanBackwardArgs,
@@ -58,9 +58,6 @@ MORE: list[tuple[str, tuple[int, ...], int]] = [
 ]
 DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
 
-
-def _us(fn: Any) -> float:
-    return float(time_device(fn)["ms"]) * 1e3
 
 
 def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind,
@@ -110,7 +107,7 @@ def main() -> None:
                 for _ in range(a.rounds):
                     for v in (True, False):
                         setattr(_kernels, a.switch, v)
-                        times[v].append(_us(run[v]))
+                        times[v].append(time_us(run[v]))
                 same = exact = torch.equal(y[True], y[False])
                 if not same and a.rounding:
                     on64, off64 = y[True].double(), y[False].double()

@@ -20,7 +20,7 @@ from typing import Any
 import cupy as cp
 import torch
 
-from baracuda._bench import copy_bandwidth, time_device
+from baracuda._bench import copy_bandwidth, time_us
 
 KERNEL = r"""
 extern "C" __global__ void copy16(const int4* __restrict__ a, int4* __restrict__ b,
@@ -49,7 +49,7 @@ CASES = (
 
 
 def _us(fn: Any) -> float:
-    return round(float(time_device(fn)["ms"]) * 1e3, 1)
+    return round(time_us(fn), 1)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 import baracuda as bc
-from baracuda._bench import time_device
+from baracuda._bench import time_us
 from baracuda.elementwise import _launch
 
 
@@ -25,14 +25,11 @@ def main() -> None:
         fwd = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor(shape, el, 0.3))
         bwd = bc.BinaryParamBackwardPlan.select(s, bc.BinaryParamBackwardDescriptor(shape, el, 0.3))
         ws = bc.Workspace.none()
-        t_torch = time_device(lambda: torch.lerp(a, b, 0.3, out=out))["ms"] * 1e3
+        t_torch = time_us(lambda: torch.lerp(a, b, 0.3, out=out))
         for waves in (4, 8, 16, 32, 1 << 20):
             _launch.WAVES = waves
-            tf = time_device(lambda: fwd.run(s, ws, bc.BinaryParamArgs(a, b, out)))["ms"] * 1e3
-            tb = (
-                time_device(lambda: bwd.run(s, ws, bc.BinaryParamBackwardArgs(a, out, out2)))["ms"]
-                * 1e3
-            )
+            tf = time_us(lambda: fwd.run(s, ws, bc.BinaryParamArgs(a, b, out)))
+            tb = time_us(lambda: bwd.run(s, ws, bc.BinaryParamBackwardArgs(a, out, out2)))
             print(
                 f"{el.value:5} waves={waves:8d} fwd {tf:7.1f} us  bwd {tb:7.1f} us  "
                 f"torch.lerp {t_torch:7.1f} us"

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 import baracuda as bc
-from baracuda._bench import copy_bandwidth, time_device
+from baracuda._bench import copy_bandwidth, time_us
 from baracuda.scan import (
     ScanArgs,
     ScanBackwardArgs,
@@ -34,9 +34,6 @@ SETTINGS = {
 }
 DEFAULTS = {k: getattr(_kernels, k) for k in ("LOOKBACK", "LOOKBACK_ROWS", "LOOKBACK_FLAGGED")}
 
-
-def _us(fn: Any) -> float:
-    return float(time_device(fn)["ms"]) * 1e3
 
 
 def main() -> None:
@@ -69,9 +66,9 @@ def main() -> None:
                 rec: dict[str, Any] = {"device": dev, "op": name, "shape": list(shape),
                                        "axis": axis, "dtype": el.value}  # fmt: skip
                 for label, fn2 in peers.items():
-                    rec[label] = _us(fn2)
+                    rec[label] = time_us(fn2)
                 # a copy of the same bytes: the bandwidth reachable at this size
-                rec["copy"] = _us(lambda: y.copy_(x))
+                rec["copy"] = time_us(lambda: y.copy_(x))
                 for label, setting in SETTINGS.items():
                     for k, v in setting.items():
                         setattr(_kernels, k, v)
@@ -83,7 +80,7 @@ def main() -> None:
                         plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, el))
                         args = ScanArgs(x, y, idx if kind is ScanKind.CUMMAX else None)
                     ws = bc.Workspace.allocate(plan.workspace_size(), s)
-                    rec[label] = _us(lambda p=plan, w=ws, a=args: p.run(s, w, a))
+                    rec[label] = time_us(lambda p=plan, w=ws, a=args: p.run(s, w, a))
                 for k, v in DEFAULTS.items():
                     setattr(_kernels, k, v)
                 best = min(rec[k] for k in SETTINGS)

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from baracuda._bench import copy_bandwidth, time_device
+from baracuda._bench import copy_bandwidth, time_us
 from baracuda.softmax import _rows
 from baracuda.softmax.cases import BENCH_SHAPES, _backward_setup
 from baracuda.types import ElementKind
@@ -37,9 +37,9 @@ def main() -> None:
                 for k, v in setting.items():
                     setattr(_rows, k, v)
                 st = _backward_setup(shape, el)
-                rec[label] = float(time_device(st.ours)["ms"]) * 1e3
+                rec[label] = time_us(st.ours)
                 if label == "dy-with-y":
-                    rec["copy"] = float(time_device(st.peers["copy_ (same bytes)"])["ms"]) * 1e3
+                    rec["copy"] = time_us(st.peers["copy_ (same bytes)"])
                     rec["bytes"] = st.bytes_moved
             for k, v in SETTINGS["dy-with-y"].items():
                 setattr(_rows, k, v)

@@ -15,7 +15,7 @@ from typing import Any
 from baracuda._check import family_cases
 from baracuda._harness import BenchCase
 
-__all__ = ["run_bench", "time_device", "copy_bandwidth"]
+__all__ = ["run_bench", "time_device", "time_us", "copy_bandwidth"]
 
 
 def time_device(
@@ -43,6 +43,11 @@ def time_device(
     times.sort()
     k = len(times)
     return {"ms": statistics.median(times), "p20": times[k // 5], "p80": times[(4 * k) // 5]}
+
+
+def time_us(fn: Callable[[], object]) -> float:
+    """``time_device``'s median of ``fn`` in µs (the benchmark scripts' unit)."""
+    return float(time_device(fn)["ms"]) * 1e3
 
 
 def _timed_reps(fn: Callable[[], object], flush: Any, deadline: float, times: list[float]) -> None:

@@ -448,7 +448,7 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     log = _LaunchLog("sm_90")
     grids = _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "memset_zero", log.memset)
-    monkeypatch.setattr(K, "_smem_fits", lambda module, kernel, smem: True)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
     shape = (4096, 8192)
     x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
     variant = K.launch_scan(log, op, None, shape, 0, reverse=True, mode=0,  # type: ignore[arg-type]

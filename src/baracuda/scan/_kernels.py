@@ -274,6 +274,12 @@ class CoopSplit:
         return _coop_smem(self.keep)
 
 
+def _smem_room(module: LoadedModule, kernel: str) -> int:
+    """Bytes of dynamic shared memory a block of ``kernel`` may take on this device (the
+    opt-in limit less the kernel's static shared memory)."""
+    return device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
+
+
 def _coop_smem(keep: int) -> int:
     return keep * COOP_WARPS * COOP_TILE_BYTES
 
@@ -285,13 +291,12 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) 
     or an input larger than the kept tiles and the L2 cache together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
         return None
-    info = device_info(module.device_id)
     kernel = f"scan_{op}_coop"
-    keep = max(0, info.max_smem_per_block_optin - module.static_smem(kernel)) // _coop_smem(1)
+    keep = max(0, _smem_room(module, kernel)) // _coop_smem(1)
     smem = _coop_smem(keep)
     # resident_blocks allows the entry that much shared memory first (module.function)
     blocks = min(2, module.resident_blocks(kernel, 32 * COOP_WARPS, smem)) * module.sm_count
-    if rows * n * itemsize > blocks * smem + info.l2_bytes:
+    if rows * n * itemsize > blocks * smem + device_info(module.device_id).l2_bytes:
         return None
     tile = COOP_TILE_BYTES // itemsize
     pieces = min(blocks // rows, n // (COOP_WARPS * tile))
@@ -617,13 +622,6 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
     return params
 
 
-def _smem_fits(module: LoadedModule, kernel: str, dynamic_smem: int) -> bool:
-    """Whether a block of ``kernel`` may take ``dynamic_smem`` bytes of shared memory beside
-    its static shared memory on this device (the strip kernel's ring)."""
-    room = device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
-    return room >= dynamic_smem
-
-
 def launch_scan(
     module: LoadedModule,
     op: str,
@@ -648,6 +646,16 @@ def launch_scan(
         return "empty"
     n = shape[axis]
     rows = total // n
+    params = _params(shape, axis, operands, vec_slots, itemsize, layout, reverse, mode)
+    if layout == "cols" and op in STRIP_OPS:  # before the other layouts' tests
+        sw = _strip_width(shape, axis, operands, itemsize, sm_count)
+        kernel = f"scan_{op}_strip"
+        if sw and _smem_room(module, kernel) >= STRIP_SMEM:
+            params.width = sw
+            strips = rows * itemsize // sw
+            launch(module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK, STRIP_SMEM,
+                   stream, [params], kernel)  # fmt: skip
+            return f"strip{sw}x{strips}"
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
@@ -657,16 +665,6 @@ def launch_scan(
     ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED),
                   warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
                   wide=packed and op in _WIDE_OPS and not staged, pairs=pairs)
-    params = _params(shape, axis, operands, vec_slots, itemsize, layout, reverse, mode)
-    if layout == "cols" and op in STRIP_OPS:
-        sw = _strip_width(shape, axis, operands, itemsize, sm_count)
-        kernel = f"scan_{op}_strip"
-        if sw and _smem_fits(module, kernel, STRIP_SMEM):
-            params.width = sw
-            strips = rows * itemsize // sw
-            launch(module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK, STRIP_SMEM,
-                   stream, [params], kernel)  # fmt: skip
-            return f"strip{sw}x{strips}"
     lanes = 16 // itemsize
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
     if ch.layout == "lbcols" and staged:

@@ -1867,22 +1867,6 @@ __device__ void scan_lb_pairs(const Params& P) {
 constexpr int kStripChunk = 16384;
 constexpr int kStripStages = 8;
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
-}
-// copies `bytes` (0 or 16) and zero-fills the rest of the 16
-__device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, int bytes) {
-  const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 template <int U>
 struct StripWord {
   typedef unsigned T;

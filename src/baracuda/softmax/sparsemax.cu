@@ -753,20 +753,6 @@ __device__ __forceinline__ void bwd_reg(const T* dy, const T* y, T* dx, i64 rows
   }
 }
 
-// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+);
-// cp_async_commit() closes this thread's group of copies, cp_async_wait_all() waits for all
-// of them.
-__device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-
 // The staged form of bwd_reg, for 4- and 8-byte types on the 16x64 and 16x512 variants (there
 // it was faster: H100 f32 32768 x 1024 109.1 vs 115.9 us, 4096 x 8192 108.7 vs 119.5 us). The
 // rows are taken in a grid-stride loop over a grid of resident blocks (the host sizes it), so

@@ -36,6 +36,26 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// 16 bytes from global to shared memory without passing through registers (cp.async,
+// sm_80+). cp_async16_fill copies `bytes` (0 or 16) and zero-fills the rest of the 16.
+// cp_async_commit() closes this thread's group of copies; cp_async_wait<N>() returns once
+// at most N of its groups are still in flight (cp_async_wait_all(): none).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, int bytes) {
+  const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { cp_async_wait<0>(); }
+
 typedef long long i64;
 constexpr int kMaxRank = 8;
 
