@@ -1857,7 +1857,7 @@ __device__ void scan_lb_pairs(const Params& P) {
 // stride 1 and a multiple of SW bytes, every other stride a multiple of 16 bytes, 16-byte
 // aligned data). Block b owns lines [b W, b W + W), W = SW / sizeof(T), and walks the whole
 // axis by itself: no chunk carries, no look-back, no workspace. The axis is cut into chunks
-// of kStripChunk bytes (R = kStripChunk / SW positions); NS (kStripStages) chunks are in
+// of kStripChunk bytes (R = kStripChunk / SW positions); kStripStages chunks are in
 // flight at once, copied by cp.async into a ring in dynamic shared memory while the block
 // scans the oldest. A lane owns U bytes (one 4-byte word of a 2-byte type, one element otherwise) of
 // every position of its row group's run of R / G consecutive positions: it scans them
@@ -1880,7 +1880,7 @@ template <typename T>
 constexpr int kStripWordBytes = sizeof(T) < 4 ? 4 : (int)sizeof(T);  // bytes a lane owns
 
 // tot: 2 x kBlock x C states in shared memory (the row groups' totals, two chunks apart)
-template <typename T, typename A, class Op, int SW, int NS>
+template <typename T, typename A, class Op, int SW>
 __device__ __forceinline__ void scan_strip_w(const Params& P, typename Op::S* tot) {
   typedef typename Op::S S;
   static_assert(kOneInputOp<Op>, "strips take one-input ops without neighbour or aux operands");
@@ -1892,7 +1892,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename Op::S* to
   constexpr int LPR = SW / U, G = kBlock / LPR, R = kStripChunk / SW, RPG = R / G;
   constexpr int COPIES = kStripChunk / 16 / kBlock;  // 16-byte copies a thread per chunk
   static_assert(G >= 1 && RPG >= 1 && COPIES >= 1, "strip tile shape");
-  extern __shared__ int4 strip_ring[];  // NS chunks of R positions x SW bytes
+  extern __shared__ int4 strip_ring[];  // kStripStages chunks of R positions x SW bytes
   unsigned char* ring = reinterpret_cast<unsigned char*>(strip_ring);
   const Op op{P.mode};
   const int t = threadIdx.x, col = t % LPR, g = t / LPR;
@@ -1924,7 +1924,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename Op::S* to
   }
   auto issue = [&](i64 k) {
     if (k < nch) {
-      unsigned char* slot = ring + (int)(k % NS) * kStripChunk;
+      unsigned char* slot = ring + (int)(k % kStripStages) * kStripChunk;
       const unsigned char* chunk = src + k * R * in_step;
       if ((k + 1) * R <= n) {  // a whole chunk (uniform over the block)
 #pragma unroll
@@ -1940,17 +1940,17 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename Op::S* to
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   };
 #pragma unroll
-  for (int k = 0; k < NS - 1; ++k) issue(k);
+  for (int k = 0; k < kStripStages - 1; ++k) issue(k);
   S carry[C];
 #pragma unroll
   for (int j = 0; j < C; ++j) carry[j] = op.identity();
   for (i64 k = 0; k < nch; ++k) {
-    cp_async_wait<NS - 2>();
+    cp_async_wait<kStripStages - 2>();
     // chunk k is in shared memory for every thread, and every thread is done with the slot
     // that the next copy refills (read in the previous iteration)
     __syncthreads();
-    issue(k + NS - 1);
-    const unsigned char* slot = ring + (int)(k % NS) * kStripChunk + g * RPG * SW;
+    issue(k + kStripStages - 1);
+    const unsigned char* slot = ring + (int)(k % kStripStages) * kStripChunk + g * RPG * SW;
     S v[RPG][C];
 #pragma unroll
     for (int i = 0; i < RPG; ++i) {
@@ -2014,9 +2014,9 @@ template <typename T, typename A, class Op>
 __device__ void scan_strip(const Params& P) {
   __shared__ typename Op::S tot[2 * kBlock * (kStripWordBytes<T> / sizeof(T))];
   if (P.width == 256)
-    scan_strip_w<T, A, Op, 256, kStripStages>(P, tot);
+    scan_strip_w<T, A, Op, 256>(P, tot);
   else
-    scan_strip_w<T, A, Op, 128, kStripStages>(P, tot);
+    scan_strip_w<T, A, Op, 128>(P, tot);
 }
 
 
