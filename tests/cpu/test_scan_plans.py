@@ -189,6 +189,10 @@ class _LaunchLog:
         self.arch = arch
         self.cooperative = False
         self.calls: list[tuple[str, object, bool]] = []
+        self.resident = 2  # blocks an SM for resident_blocks
+
+    def resident_blocks(self, name: str, block: int, dynamic_smem: int = 0) -> int:
+        return self.resident
 
     def function(self, name: str, dynamic_smem: int = 0) -> str:
         return name
@@ -310,17 +314,17 @@ def test_tie_break_enum_accepted() -> None:
 
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
-# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the strips of STRIP_OPS, the fused cummax
-# backward; and the look-back workspace's zeroing, which every program holds
+# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the strips and rings of STRIP_OPS, the
+# fused cummax backward; and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "lbstage")
-_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair", "strip")
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair", "strip", "ring")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
-    | {f"scan_{op}_strip" for op in STRIP_OPS}
+    | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
     | {"scan_max_bwd_rows", _SHARED}
 )  # fmt: skip
 
@@ -461,3 +465,108 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
     assert grids == [((128, 1, 1), K.STRIP_SMEM)]
 
+
+
+_RING_CASES = [
+    # (shape, axis, itemsize, x strides or None (dense), x pointer offset, ring)
+    ((4096, 8192), 1, 2, None, 0, True),  # rows of one chunk
+    ((4096, 8192), 1, 4, None, 0, True),  # two chunks a row
+    ((4096, 8192), 1, 8, None, 0, True),  # f64
+    ((8, 512, 8192), 2, 4, None, 0, True),  # two outer dims that coalesce
+    ((4096, 8192 + 24), 1, 2, None, 0, True),  # a partial last chunk
+    ((300, 8192), 1, 4, (8196, 1), 0, True),  # padded rows
+    ((4096, 4096), 1, 2, None, 0, False),  # rows of 8 KiB
+    ((4096, 8193), 1, 4, (8196, 1), 0, False),  # rows not whole 16-byte vectors
+    ((2, 3, 8192), 2, 4, (4 * 8200, 8200, 1), 0, False),  # outer dims that do not coalesce
+]
+
+
+@pytest.mark.parametrize(("shape", "axis", "itemsize", "strides", "offset", "ring"),
+                         _RING_CASES)  # fmt: skip
+def test_ring_needs_long_rows_of_one_stride(
+    shape: tuple[int, ...], axis: int, itemsize: int, strides: tuple[int, ...] | None,
+    offset: int, ring: bool, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A contiguous cumsum/cumprod may take the ring (scan_ring) only with IN0 and OUT and rows
+    of one stride, at least 16 KiB long and whole 16-byte vectors; never with a third operand
+    or with the switch off."""
+    from baracuda.scan import _kernels as K
+
+    x = Slot(4096 + offset, strides or _dense(shape))
+    y = Slot(1 << 30, _dense(shape))
+
+    def rows_ok(ops: list[Slot | None]) -> bool:
+        params = K._params(shape, axis, ops, (0, 3), itemsize, "rows", False, 0)
+        return K._ring_rows(params, ops, itemsize)
+
+    assert rows_ok([x, None, None, y, None]) == ring
+    assert not rows_ok([x, y, None, y, None])
+    monkeypatch.setattr(K, "RING_ROWS", False)
+    assert not rows_ok([x, None, None, y, None])
+
+
+@pytest.mark.parametrize(("rows", "per_sm", "grid"), [
+    (4096, 2, 264),  # 15.5 rows a block: 97 % of 16 rounds
+    (4096, 1, 132),
+    (512, 2, 264),  # 97 % of 2 rounds
+    (131, 2, 131),  # a row for 131 of 132 SMs
+    (250, 2, 250),  # one round, 2 blocks on 118 SMs: 95 % of the slots
+    (200, 2, 0),  # 2 blocks on 68 SMs, 1 on 64: 76 %; a block an SM, 2 rounds: 76 %
+    (300, 2, 0),  # 57 % (two rounds of 264) or 76 % (three of 132)
+    (110, 2, 0),  # fewer rows than 90 % of the SMs
+    (520, 2, 264),  # 2 rounds of 264: 98 %
+])  # fmt: skip
+def test_ring_grid_balances_the_slots(rows: int, per_sm: int, grid: int) -> None:
+    from baracuda.scan import _kernels as K
+
+    assert K._ring_grid(rows, 132, per_sm) == grid
+
+
+@pytest.mark.parametrize(("op", "reverse"), [("sum", False), ("sum", True), ("prod", False),
+                                             ("lse", False)])  # fmt: skip
+def test_ring_launch(op: str, reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contiguous cumsum/cumprod rows of 16 KiB or more, enough of them, are one launch of two
+    blocks an SM with the ring's shared memory and no workspace (both directions);
+    logcumsumexp keeps the warp rows (pipe1), and so do misaligned rows."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    grids = _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    shape = (4096, 8192)
+    x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
+    variant = K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
+                            layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    if op == "lse":
+        assert variant == "pipe1" and [c[0] for c in log.calls] == ["scan_lse_pipe1"]
+        return
+    assert variant == "ring264"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_ring"]
+    assert grids == [((264, 1, 1), K.RING_SMEM)]
+    log.calls.clear()
+    log.resident = 1  # a device that holds one ring a block: a block an SM
+    K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                  operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
+                  layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    assert grids[-1] == ((132, 1, 1), K.RING_SMEM)
+    log.calls.clear()
+    x = Slot((1 << 30) + 4, (8192, 1))  # misaligned: pipe1's vectors are off too
+    variant = K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
+                            layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    assert "ring" not in variant and all("ring" not in c[0] for c in log.calls)
+
+
+def test_ring_needs_the_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device without RING_SMEM of shared memory a block keeps the warp rows."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: K.RING_SMEM - 1)
+    x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
+    variant = K.launch_scan(log, "sum", None, (4096, 8192), 1, reverse=False, mode=0,  # type: ignore[arg-type]
+                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=2,
+                            layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    assert variant == "pipe1"

@@ -810,3 +810,108 @@ def test_cupy_and_jax_arrays_on_strips() -> None:
     assert_close(yj, R.scan(ScanKind.CUMSUM, _np64(xj), 0, False), ElementKind.BF16,
                  scale=scale_of(ScanKind.CUMSUM, 300), what="jax cumsum strips")
 
+
+
+def _ring_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[str, Any, bool]]:
+    """(what, view, ring) for the ring tests, the scan along the last axis: ``ring`` says
+    whether the launch must take the ring."""
+    lanes = 16 // element.itemsize
+    chunk = 16384 // element.itemsize  # positions a chunk
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
+
+    cases: list[tuple[str, Any, bool]] = [
+        ("one chunk", make((5, chunk), 50), True),
+        ("two chunks and a partial one", make((3, 2 * chunk + 3 * lanes), 51), True),
+        ("a partial second chunk", make((4, chunk + lanes), 52), True),
+        # more chunks than the ring holds, in one row and over many rows a block
+        ("rows of 20 chunks and a bit", make((2, 20 * chunk + 5 * lanes), 53), True),
+        ("many rows a block", make((1000, chunk + lanes), 54), True),
+        ("rank 3", make((2, 3, chunk + 5 * lanes), 55), True),  # outer dims coalesce
+    ]
+    wide = make((3, chunk + 8 * lanes), 56)
+    cases.append(("padded rows", wide[:, : chunk + 2 * lanes], True))
+    cut = make((2, 4, chunk + lanes), 57)
+    cases.append(("outer dims that do not coalesce", cut[:, :3], False))
+    flat = make((3 * (chunk + lanes) + 1,), 58)
+    cases.append(("misaligned", flat[1:].view(3, chunk + lanes), False))
+    cases.append(("not whole vectors", make((3, chunk + 1), 59), False))
+    cases.append(("shorter than a chunk", make((3, chunk - lanes), 60), False))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Contiguous rows through the block ring (RING_ROWS, scan_ring; the balance threshold set
+    to 0 so that a few rows take it): one chunk a row, whole and partial last chunks, more
+    chunks than the ring holds (in a row, and over many rows a block), a rank-3 tensor,
+    padded rows; both directions, forward and backward (cumsum's backward takes the ring too),
+    on poisoned outputs against the float64 reference and the same launch without the ring;
+    and layouts that must not take it."""
+    from baracuda.scan import _kernels as K
+
+    assert K.RING_ROWS
+    monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)
+    seen = launched_kernels(monkeypatch)
+    ring = f"scan_{_op_of(kind)}_ring"
+    for what, x, want in _ring_cases(element, torch_dtype(element), kind):
+        for reverse in (False, True):
+            label = f"{what} {tuple(x.shape)} rev={reverse}"
+            seen.clear()
+            y, _ = run_forward(kind, x, -1, reverse)
+            assert (seen == [ring]) == want, (label, seen)
+            assert_close(y, R.scan(kind, _np64(x), -1, reverse), element,
+                         scale=scale_of(kind, x.shape[-1]), what=f"ring {label}")  # fmt: skip
+            seen.clear()
+            check_op(kind, element, x, -1, reverse, label)  # forward and backward
+            if kind is ScanKind.CUMSUM:  # the backward: a reverse cumsum of the contiguous dy
+                shape = tuple(x.shape)
+                dense = K.Slot(1 << 20, tuple(torch.empty(0).new_empty(shape, device="meta")
+                                              .stride()))  # fmt: skip
+                ops = [dense, None, None, dense, None]
+                params = K._params(shape, x.dim() - 1, ops, (0, 3), element.itemsize, "rows",
+                                   True, 0)  # fmt: skip
+                back = K._ring_rows(params, ops, element.itemsize)
+                assert seen.count(ring) == want + back, (label, seen)
+            if want:
+                monkeypatch.setattr(K, "RING_ROWS", False)
+                y_plain, _ = run_forward(kind, x, -1, reverse)
+                monkeypatch.setattr(K, "RING_ROWS", True)
+                assert_close(y, _np64(y_plain), element, scale=scale_of(kind, x.shape[-1]),
+                             what=f"ring vs warp rows {label}")  # fmt: skip
+
+
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_ring_on_the_benchmark_shapes(element: ElementKind, monkeypatch: Any) -> None:
+    """cumsum over 4096 x 8192 and 1024 x 32768 along dim 1 takes the ring at the default
+    thresholds, matches the float64 reference in both directions, and so does its backward;
+    CuPy and JAX arrays through the functional API too."""
+    from baracuda.scan import _kernels as K
+
+    seen = launched_kernels(monkeypatch)
+    for shape in ((4096, 8192), (1024, 32768)):
+        x64 = make_input(ScanKind.CUMSUM, shape, 61)
+        x = torch.from_numpy(x64).to("cuda", torch_dtype(element))
+        for reverse in (False, True):
+            seen.clear()
+            check_op(ScanKind.CUMSUM, element, x, 1, reverse, f"{shape} dim 1 rev={reverse}")
+            if K.RING_ROWS:
+                assert seen == ["scan_sum_ring"] * 2, seen
+    cupy = pytest.importorskip("cupy")
+    xc = cupy.asarray(make_input(ScanKind.CUMPROD, (300, 8192), 62), dtype=cupy.float32)
+    monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)
+    yc = bc.cumprod(xc, 1)
+    assert isinstance(yc, cupy.ndarray)
+    assert_close(yc, R.scan(ScanKind.CUMPROD, _np64(xc), 1, False), ElementKind.F32,
+                 scale=scale_of(ScanKind.CUMPROD, 8192), what="cupy cumprod ring")  # fmt: skip
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    xj = jnp.asarray(make_input(ScanKind.CUMSUM, (300, 16384), 63), dtype=jnp.bfloat16)
+    yj = bc.cumsum(xj, 1, True)
+    assert type(yj).__module__.startswith("jax")
+    assert_close(yj, R.scan(ScanKind.CUMSUM, _np64(xj), 1, True), ElementKind.BF16,
+                 scale=scale_of(ScanKind.CUMSUM, 16384), what="jax reverse cumsum ring")

@@ -70,6 +70,7 @@ __all__ = [
     "COOP_ROWS",
     "STRIP",
     "STRIP_OPS",
+    "RING_ROWS",
     "CoopSplit",
     "coop_split",
     "launch_max_backward",
@@ -246,6 +247,53 @@ def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | No
     return 0
 
 
+# Switch: cumsum/cumprod (STRIP_OPS) along a contiguous axis, IN0 and OUT only under pipe1's
+# vector condition, rows of one stride (the outer dims coalesce to one) of at least
+# RING_CHUNK bytes and whole 16-byte vectors (``_ring_rows``), many enough to fill the
+# launch's block slots (``_ring_grid``), take one launch of up to RING_BLOCKS_PER_SM blocks an
+# SM, each walking a sequence of rows in chunks of RING_CHUNK bytes with RING_STAGES in
+# flight (scan.cu, scan_ring). On the H100 over 4096 x 8192 along dim 1 (a block an SM), it
+# took 50.5 vs 55.2 us in bf16 and 96.9 vs 102.4 us in f32 against pipe1; 512 x 16384: 16.0
+# vs 32.6 and 27.7 vs 48.8 us (docs/benchmarks.md, round 12). Read at each launch.
+RING_ROWS = True
+RING_CHUNK = 16384  # scan.cu kRingChunk
+RING_STAGES = 6  # scan.cu kRingStages
+RING_SMEM = RING_CHUNK * RING_STAGES
+# two blocks an SM where they fit (96 KiB of ring each): bf16 4096 x 8192 50.0 vs 51.0 us
+RING_BLOCKS_PER_SM = 2
+# the share of the launch's (SM x block x round) slots that the rows must fill
+RING_MIN_BALANCE = 0.9
+
+
+def _ring_rows(params: Params, operands: Sequence[Slot | None], itemsize: int) -> bool:
+    """Whether the rows of ``params`` (which meet pipe1's vector condition: 16-byte aligned
+    rows, axis stride 1) may take the ring: ``RING_ROWS`` on, IN0 and OUT only, outer dims
+    that coalesce to one, rows of at least RING_CHUNK bytes and whole 16-byte vectors."""
+    used = [i for i, o in enumerate(operands) if o is not None]
+    rowb = params.n * itemsize
+    return (
+        RING_ROWS
+        and used == [IN0, OUT]
+        and params.outer.rank == 1
+        and rowb % 16 == 0
+        and rowb >= RING_CHUNK
+    )
+
+
+def _ring_grid(rows: int, sm_count: int, per_sm: int) -> int:
+    """Blocks of a ring launch over ``rows`` rows with at most ``per_sm`` blocks an SM, or 0:
+    the most blocks an SM (down to one) at which the rows fill RING_MIN_BALANCE of the
+    launch's slots. A block takes every grid-th row, so the launch runs ceil(rows / grid)
+    rounds, and an SM holding more blocks than another takes longer (block scheduling
+    spreads them: ceil(grid / sm_count) an SM)."""
+    for k in range(per_sm, 0, -1):
+        grid = min(rows, k * sm_count)
+        slots = sm_count * _cdiv(grid, sm_count) * _cdiv(rows, grid)
+        if rows >= RING_MIN_BALANCE * slots:
+            return grid
+    return 0
+
+
 # Switch: few long contiguous lines of PIPE_OPS, which ``chunking`` would cut into chunks,
 # take one cooperative launch (scan.cu, scan_coop: a block of COOP_WARPS warps an SM, each a
 # piece of a line, read once into shared memory where it fits, then scanned after a grid
@@ -334,7 +382,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "lbstage"))
-        + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_OPS)
+        + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
     )  # fmt: skip
@@ -656,6 +704,16 @@ def launch_scan(
             launch(module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK, STRIP_SMEM,
                    stream, [params], kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
+    if (layout == "rows" and op in STRIP_OPS and params.vec and IN0 in vec_slots
+            and OUT in vec_slots and _ring_rows(params, operands, itemsize)):  # fmt: skip
+        kernel = f"scan_{op}_ring"
+        if _smem_room(module, kernel) >= RING_SMEM:
+            per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
+            grid = _ring_grid(rows, sm_count, per_sm)
+            if grid:
+                launch(module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK, RING_SMEM,
+                       stream, [params], kernel)  # fmt: skip
+                return f"ring{grid}"
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED

@@ -2021,6 +2021,170 @@ __device__ void scan_strip(const Params& P) {
 
 
 
+// ------------------------------------------------ contiguous rows through a ring (ring)
+// cumsum and cumprod along a contiguous axis (the host's condition, _kernels._ring_rows: IN0
+// and OUT only, axis stride 1, rows of at least kRingChunk bytes and a whole number of
+// 16-byte vectors, the outer dims one of a stride of whole vectors, 16-byte aligned data,
+// enough rows for the SMs). Block b takes rows
+// b, b + gridDim.x, ... and walks each in chunks of kRingChunk bytes, kRingStages chunks in
+// flight at once, copied by cp.async into a ring in dynamic shared memory while the block
+// scans the oldest. Warp w scans the chunk's w-th eighth in scan order, J vectors a lane
+// (a 32-lane shuffle scan per vector row), the 8 warps' totals meet in shared memory and
+// every lane folds those before its own onto the row's running carry (deterministic).
+// Reverse scans walk each row's chunks from its end, each chunk's vectors and elements
+// mirrored. Only the last chunk of a row in scan order can be partial (a branch uniform over
+// the block): bytes outside the row are zero-filled and never stored; they come after every
+// valid element in scan order. The copy and scan sides each carry their (row, chunk)
+// position from item to item, so no thread divides per chunk.
+constexpr int kRingChunk = 16384;
+constexpr int kRingStages = 6;
+
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void scan_ring_dir(const Params& P) {
+  typedef typename Op::S S;
+  static_assert(kOneInputOp<Op>, "the ring takes one-input ops without neighbour or aux operands");
+  constexpr int L = 16 / (int)sizeof(T);  // elements a vector
+  constexpr int NV = kRingChunk / 16;     // vectors a chunk
+  constexpr int WV = NV / (kBlock / 32);  // consecutive vectors a warp scans
+  constexpr int J = WV / 32;              // vectors a lane
+  constexpr int COPIES = NV / kBlock;     // 16-byte copies a thread per chunk
+  static_assert(J >= 1 && COPIES >= 1, "ring tile shape");
+  extern __shared__ int4 ring_buf[];
+  __shared__ S warp_tot[2][kBlock / 32];
+  unsigned char* ring = reinterpret_cast<unsigned char*>(ring_buf);
+  const Op op{P.mode};
+  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  const i64 rows = P.rows, rowb = P.n * (i64)sizeof(T);
+  const i64 last = (rowb - 1) / kRingChunk;      // a row's last chunk in scan order
+  const bool ragged = rowb % kRingChunk != 0;    // ... is partial
+  const unsigned char* in = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0));
+  unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
+  // byte offset of row r in operand k: the outer dims coalesce to one (the host's condition)
+  auto row_at = [&](i64 r, int k) -> i64 { return r * P.op[k].outer.v[0] * (i64)sizeof(T); };
+  // chunk c of a row starts at byte start(c) (reverse: negative for the partial last one)
+  auto start = [&](i64 c) -> i64 { return kRev ? rowb - (c + 1) * kRingChunk : c * kRingChunk; };
+  // the copy side: row ir, its chunk ic, ring slot islot
+  i64 ir = blockIdx.x, ic = 0;
+  const unsigned char* isrc = ir < rows ? in + row_at(ir, IN0) : in;
+  int islot = 0;
+  auto issue = [&]() {
+    if (ir < rows) {
+      unsigned char* slot = ring + islot * kRingChunk;
+      const i64 s = start(ic);
+      if (!ragged || ic != last) {
+#pragma unroll
+        for (int l = 0; l < COPIES; ++l) {
+          const int off = (t + l * kBlock) * 16;
+          cp_async16(slot + off, isrc + s + off);
+        }
+      } else {
+#pragma unroll
+        for (int l = 0; l < COPIES; ++l) {
+          const int off = (t + l * kBlock) * 16;
+          const bool inside = s + off >= 0 && s + off < rowb;
+          cp_async16_fill(slot + off, inside ? isrc + s + off : isrc, inside ? 16 : 0);
+        }
+      }
+      if (ic == last) {
+        ic = 0;
+        ir += gridDim.x;
+        if (ir < rows) isrc = in + row_at(ir, IN0);
+      } else {
+        ++ic;
+      }
+      islot = islot == kRingStages - 1 ? 0 : islot + 1;
+    }
+    cp_async_commit();  // an empty group past the end keeps the wait counts uniform
+  };
+#pragma unroll 1
+  for (int k = 0; k < kRingStages - 1; ++k) issue();
+  // the scan side: row sr, its chunk sc, ring slot sslot
+  i64 sr = blockIdx.x, sc = 0;
+  unsigned char* sdst = sr < rows ? out + row_at(sr, OUT) : out;
+  int sslot = 0, half = 0;
+  S row_carry = op.identity();
+  while (sr < rows) {  // uniform over the block
+    cp_async_wait<kRingStages - 2>();
+    // this chunk is in shared memory for every thread, and every thread is done with the
+    // slot that the next copy refills (read in the previous iteration)
+    __syncthreads();
+    issue();
+    const unsigned char* slot = ring + sslot * kRingChunk;
+    S st[J][L];
+    S wcarry = op.identity();
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int vs = w * WV + j * 32 + lane;  // the vector's index in scan order
+      const int4 raw = *reinterpret_cast<const int4*>(slot + (kRev ? NV - 1 - vs : vs) * 16);
+      T e[L];
+      memcpy(e, &raw, 16);
+#pragma unroll
+      for (int i = 0; i < L; ++i) {
+        const A a = to_acc(e[kRev ? L - 1 - i : i]);
+        const S m = op.make(&a, 0, 0);  // one-input ops: no position
+        st[j][i] = i ? op.combine(st[j][i - 1], m) : m;
+      }
+      S incl = st[j][L - 1];
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const S o = shfl_up(incl, d);
+        if (lane >= d) incl = op.combine(o, incl);
+      }
+      const S before = shfl_up(incl, 1);
+      const S excl = lane ? op.combine(wcarry, before) : wcarry;
+#pragma unroll
+      for (int i = 0; i < L; ++i) st[j][i] = op.combine(excl, st[j][i]);
+      wcarry = op.combine(wcarry, shfl_idx(incl, 31));
+    }
+    if (lane == 0) warp_tot[half][w] = wcarry;
+    __syncthreads();  // this half of warp_tot is next written two chunks later, past a barrier
+    S pre = row_carry;
+#pragma unroll
+    for (int h = 0; h < kBlock / 32; ++h) {
+      const S th = warp_tot[half][h];
+      if (h < w) pre = op.combine(pre, th);
+      row_carry = op.combine(row_carry, th);
+    }
+    const i64 s = start(sc);
+    auto store = [&](int j, bool check) {  // check: the row's partial last chunk
+      const int vs = w * WV + j * 32 + lane;
+      T o[L];
+#pragma unroll
+      for (int i = 0; i < L; ++i) {
+        const S inc = op.combine(pre, st[j][i]);
+        o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, inc, nullptr, A(1), 0));
+      }
+      int4 word;
+      memcpy(&word, o, 16);
+      const i64 off = s + (i64)(kRev ? NV - 1 - vs : vs) * 16;
+      if (!check || (off >= 0 && off < rowb)) *reinterpret_cast<int4*>(sdst + off) = word;
+    };
+    if (!ragged || sc != last) {
+#pragma unroll
+      for (int j = 0; j < J; ++j) store(j, false);
+    } else {
+#pragma unroll
+      for (int j = 0; j < J; ++j) store(j, true);
+    }
+    if (sc == last) {
+      sc = 0;
+      sr += gridDim.x;
+      row_carry = op.identity();
+      if (sr < rows) sdst = out + row_at(sr, OUT);
+    } else {
+      ++sc;
+    }
+    sslot = sslot == kRingStages - 1 ? 0 : sslot + 1;
+    half ^= 1;
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_ring(const Params& P) {
+  BC_SCAN_BY_DIRECTION(scan_ring_dir, T, A, Op);
+}
+
+
 }  // namespace scan
 }  // namespace bc
 
@@ -2092,6 +2256,8 @@ __device__ void scan_strip(const Params& P) {
   }
 // Strips of adjacent lines: one block an SM (the ring takes most of shared memory).
 #define BC_SCAN_STRIP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip, scan_strip, 256, 1)
+// Contiguous rows through a ring: one block an SM (the ring takes most of shared memory).
+#define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
 // Line pairs of 2-byte types (the host launches them for no other type).
 #define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
   BC_LB_KERNEL(scan_##name##_lbpair, 4)(bc::scan::Params p) {                                \
@@ -2119,6 +2285,7 @@ BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_COOP_ENTRY(sum, SumOp)
 BC_SCAN_STAGE_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_ENTRY(sum, SumOp)
+BC_SCAN_RING_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD)
 BC_SCAN_ENTRIES(prod, ProdOp, 4, 4)
@@ -2126,6 +2293,7 @@ BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_COOP_ENTRY(prod, ProdOp)
 BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_ENTRY(prod, ProdOp)
+BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
