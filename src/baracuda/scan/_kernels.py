@@ -10,7 +10,9 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
 
 Cumsum and cumprod along a strided axis whose rows come in whole, aligned 128- or 256-byte
 strips of adjacent rows take a block per strip, walking the whole axis with chunks staged by
-``cp.async`` (``strip``), where the strips are enough for the SMs. Otherwise, when rows
+``cp.async`` (``strip``), where the strips are enough for the SMs; along a contiguous axis,
+rows of 16 KiB or more, enough of them, take blocks that each walk a sequence of rows the
+same way (``ring``). Otherwise, when rows
 alone cannot fill the GPU, each row is cut into tiles. Along a strided axis they are scanned
 in one pass with decoupled look-back (``lbcols``: a block per piece of up to 32 adjacent
 rows): tiles publish their totals into a tree of aligned blocks per row and take their carry

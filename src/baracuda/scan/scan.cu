@@ -20,6 +20,9 @@
 //   strip          sum/prod along a strided axis whose lines come in whole 128/256-byte runs:
 //                  a block per run of adjacent lines walks the whole axis, chunks staged in
 //                  shared memory by cp.async (see "strips of adjacent lines").
+//   ring           sum/prod along a contiguous axis, rows of 16 KiB or more: a block takes
+//                  a sequence of rows and walks each in chunks staged in shared memory by
+//                  cp.async (see "contiguous rows through a ring").
 //   max_bwd_rows   the cummax/cummin backward in one kernel, a warp per line (both passes).
 //   zero           zeroes the look-back workspace before an lb* launch (its dependent); one
 //                  per program, shared by its ops.
