@@ -402,6 +402,20 @@ def _record_grids(log: _LaunchLog, monkeypatch: pytest.MonkeyPatch) -> list[tupl
     return grids
 
 
+def _launch_big(log: _LaunchLog, op: str, axis: int, *, reverse: bool = False,
+                x: Slot | None = None, itemsize: int = 4) -> str:  # fmt: skip
+    """One launch_scan of a 4096 x 8192 tensor along ``axis`` on 132 SMs (x dense at 1 GiB
+    unless given, y dense at 2 GiB); returns the variant."""
+    from baracuda.scan import _kernels as K
+
+    x = x or Slot(1 << 30, (8192, 1))
+    y = Slot(1 << 31, (8192, 1))
+    return K.launch_scan(log, op, None, (4096, 8192), axis, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                         operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=itemsize,
+                         layout="cols" if axis == 0 else "rows", sm_count=132,
+                         states_ptr=1 << 20)  # fmt: skip
+
+
 _STRIP_CASES = [
     # (shape, axis, itemsize, x strides or None (dense), x pointer offset, width)
     ((4096, 8192), 0, 4, None, 0, 256),  # 128 strips of 256 B: three quarters of 132 SMs
@@ -453,18 +467,13 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     grids = _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "memset_zero", log.memset)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
-    shape = (4096, 8192)
-    x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
-    variant = K.launch_scan(log, op, None, shape, 0, reverse=True, mode=0,  # type: ignore[arg-type]
-                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
-                            layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    variant = _launch_big(log, op, 0, reverse=True)
     if op == "lse":
         assert variant.startswith("lb") and all("strip" not in c[0] for c in log.calls)
         return
     assert variant == "strip256x128"
     assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
     assert grids == [((128, 1, 1), K.STRIP_SMEM)]
-
 
 
 _RING_CASES = [
@@ -533,11 +542,7 @@ def test_ring_launch(op: str, reverse: bool, monkeypatch: pytest.MonkeyPatch) ->
     log = _LaunchLog("sm_90")
     grids = _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
-    shape = (4096, 8192)
-    x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
-    variant = K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
-                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
-                            layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    variant = _launch_big(log, op, 1, reverse=reverse)
     if op == "lse":
         assert variant == "pipe1" and [c[0] for c in log.calls] == ["scan_lse_pipe1"]
         return
@@ -546,15 +551,11 @@ def test_ring_launch(op: str, reverse: bool, monkeypatch: pytest.MonkeyPatch) ->
     assert grids == [((264, 1, 1), K.RING_SMEM)]
     log.calls.clear()
     log.resident = 1  # a device that holds one ring a block: a block an SM
-    K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
-                  operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
-                  layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    _launch_big(log, op, 1, reverse=reverse)
     assert grids[-1] == ((132, 1, 1), K.RING_SMEM)
     log.calls.clear()
-    x = Slot((1 << 30) + 4, (8192, 1))  # misaligned: pipe1's vectors are off too
-    variant = K.launch_scan(log, op, None, shape, 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
-                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
-                            layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    # misaligned: pipe1's vectors are off too
+    variant = _launch_big(log, op, 1, reverse=reverse, x=Slot((1 << 30) + 4, (8192, 1)))
     assert "ring" not in variant and all("ring" not in c[0] for c in log.calls)
 
 
@@ -565,8 +566,4 @@ def test_ring_needs_the_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     log = _LaunchLog("sm_90")
     _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: K.RING_SMEM - 1)
-    x, y = Slot(1 << 30, (8192, 1)), Slot(1 << 31, (8192, 1))
-    variant = K.launch_scan(log, "sum", None, (4096, 8192), 1, reverse=False, mode=0,  # type: ignore[arg-type]
-                            operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=2,
-                            layout="rows", sm_count=132, states_ptr=1 << 20)  # fmt: skip
-    assert variant == "pipe1"
+    assert _launch_big(log, "sum", 1, itemsize=2) == "pipe1"

@@ -811,7 +811,6 @@ def test_cupy_and_jax_arrays_on_strips() -> None:
                  scale=scale_of(ScanKind.CUMSUM, 300), what="jax cumsum strips")
 
 
-
 def _ring_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[str, Any, bool]]:
     """(what, view, ring) for the ring tests, the scan along the last axis: ``ring`` says
     whether the launch must take the ring."""

@@ -254,9 +254,9 @@ def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | No
 # RING_CHUNK bytes and whole 16-byte vectors (``_ring_rows``), many enough to fill the
 # launch's block slots (``_ring_grid``), take one launch of up to RING_BLOCKS_PER_SM blocks an
 # SM, each walking a sequence of rows in chunks of RING_CHUNK bytes with RING_STAGES in
-# flight (scan.cu, scan_ring). On the H100 over 4096 x 8192 along dim 1 (a block an SM), it
-# took 50.5 vs 55.2 us in bf16 and 96.9 vs 102.4 us in f32 against pipe1; 512 x 16384: 16.0
-# vs 32.6 and 27.7 vs 48.8 us (docs/benchmarks.md, round 12). Read at each launch.
+# flight (scan.cu, scan_ring). On the H100 over 4096 x 8192 along dim 1 it took 49.4 vs
+# 55.3 us in bf16 and 96.3 vs 102.4 us in f32 against pipe1; 512 x 16384: 15.6 vs 32.5 and
+# 26.4 vs 48.6 us (docs/benchmarks.md, round 12). Read at each launch.
 RING_ROWS = True
 RING_CHUNK = 16384  # scan.cu kRingChunk
 RING_STAGES = 6  # scan.cu kRingStages

@@ -2025,12 +2025,11 @@ __device__ void scan_strip(const Params& P) {
 
 
 // ------------------------------------------------ contiguous rows through a ring (ring)
-// cumsum and cumprod along a contiguous axis (the host's condition, _kernels._ring_rows: IN0
-// and OUT only, axis stride 1, rows of at least kRingChunk bytes and a whole number of
-// 16-byte vectors, the outer dims one of a stride of whole vectors, 16-byte aligned data,
-// enough rows for the SMs). Block b takes rows
-// b, b + gridDim.x, ... and walks each in chunks of kRingChunk bytes, kRingStages chunks in
-// flight at once, copied by cp.async into a ring in dynamic shared memory while the block
+// cumsum and cumprod along a contiguous axis (the host's condition, _kernels._ring_rows and
+// _ring_grid: IN0 and OUT only, axis stride 1, rows of at least kRingChunk bytes and a whole
+// number of 16-byte vectors, the outer dims one of a stride of whole vectors, 16-byte
+// aligned data, enough rows for the SMs). Block b takes rows b, b + gridDim.x, ... and walks
+// each in chunks of kRingChunk bytes, kRingStages chunks in flight at once, copied by cp.async into a ring in dynamic shared memory while the block
 // scans the oldest. Warp w scans the chunk's w-th eighth in scan order, J vectors a lane
 // (a 32-lane shuffle scan per vector row), the 8 warps' totals meet in shared memory and
 // every lane folds those before its own onto the row's running carry (deterministic).
