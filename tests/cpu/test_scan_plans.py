@@ -567,3 +567,24 @@ def test_ring_needs_the_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: K.RING_SMEM - 1)
     assert _launch_big(log, "sum", 1, itemsize=2) == "pipe1"
+
+
+def test_host_mirrors_of_the_kernel_constants() -> None:
+    """The host's sizes of the strip and ring launches (their shared memory) are the
+    constants scan.cu compiles with."""
+    import re
+    from pathlib import Path
+
+    from baracuda.scan import _kernels as K
+
+    text = (Path(K.__file__).parent / "scan.cu").read_text()
+
+    def const(name: str) -> int:
+        m = re.search(rf"constexpr int {name} = (\d+);", text)
+        assert m, name
+        return int(m.group(1))
+
+    assert (const("kStripChunk"), const("kStripStages")) == (K.STRIP_CHUNK, K.STRIP_STAGES)
+    assert (const("kRingChunk"), const("kRingStages")) == (K.RING_CHUNK, K.RING_STAGES)
+    assert K.STRIP_SMEM == K.STRIP_CHUNK * K.STRIP_STAGES
+    assert K.RING_SMEM == K.RING_CHUNK * K.RING_STAGES
