@@ -914,3 +914,64 @@ def test_ring_on_the_benchmark_shapes(element: ElementKind, monkeypatch: Any) ->
     assert type(yj).__module__.startswith("jax")
     assert_close(yj, R.scan(ScanKind.CUMSUM, _np64(xj), 1, True), ElementKind.BF16,
                  scale=scale_of(ScanKind.CUMSUM, 16384), what="jax reverse cumsum ring")
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_ring_matches_torch_autograd(kind: ScanKind, element: ElementKind,
+                                     monkeypatch: Any) -> None:  # fmt: skip
+    """On the ring (rows of two and a bit chunks, zeros in cumprod's input): values equal
+    torch's float64 scan and gradients equal torch autograd's in float64 on the same rounded
+    inputs, in both directions (torch's reverse by flipping); a second run is bitwise equal;
+    and a CUDA graph of the forward replays on new inputs."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)
+    seen = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    lanes = 16 // element.itemsize
+    n = 2 * 16384 // element.itemsize + 3 * lanes
+    shape = (150, n)
+    x = torch.from_numpy(make_input(kind, shape, 70)).to("cuda", dt)
+    if kind is ScanKind.CUMPROD:
+        x[5, :] = 0  # a row of zeros
+        x[7, n // 2] = 0  # a single zero mid-row
+    dy = torch.randn(shape, device="cuda", dtype=dt, generator=torch.Generator(device="cuda")
+                     .manual_seed(71))  # fmt: skip
+    fwd = torch.cumsum if kind is ScanKind.CUMSUM else torch.cumprod
+    for reverse in (False, True):
+        seen.clear()
+        fn = bc.cumsum if kind is ScanKind.CUMSUM else bc.cumprod
+        y = fn(x, 1, reverse)
+        assert seen == [f"scan_{_op_of(kind)}_ring"], seen
+        assert torch.equal(y, fn(x, 1, reverse)), "a second run differs"
+        x64 = x.double().requires_grad_(True)
+        y64 = fwd(x64.flip(1), 1).flip(1) if reverse else fwd(x64, 1)
+        (g64,) = torch.autograd.grad(y64, x64, dy.double())
+        assert_close(y, y64.detach(), element, scale=scale_of(kind, n),
+                     what=f"{kind.value} vs torch rev={reverse}")  # fmt: skip
+        dx = api.scan_backward(kind, dy, x=x, y=y, axis=1, reverse=reverse)
+        mag = _magnitude(kind, _np64(dy), _np64(x), _np64(y), 1, reverse)
+        bsc = max(1.0, math.sqrt(n) / 4) * (2.0 if kind is ScanKind.CUMPROD else 1.0)
+        bsc *= 3.0 if element is ElementKind.BF16 else 1.0
+        assert_close(dx, g64, element, scale=bsc, magnitude=mag,
+                     what=f"{kind.value} grad vs torch autograd rev={reverse}")  # fmt: skip
+    # a CUDA graph of the forward (no workspace), replayed on new inputs
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    out = torch.empty_like(x)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        plan = ScanPlan.select(s, ScanDescriptor(kind, shape, 1, element))
+        ws = bc.Workspace.allocate(plan.workspace_size(), bc.Stream.wrap(s))
+        plan.run(s, ws, ScanArgs(x, out))
+        with torch.cuda.graph(g, stream=s):
+            plan.run(s, ws, ScanArgs(x, out))
+    torch.cuda.current_stream().wait_stream(s)
+    for seed in (72, 73):
+        x.copy_(torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert_close(out, R.scan(kind, _np64(x), 1, False), element, scale=scale_of(kind, n),
+                     what=f"graph replay {seed}")  # fmt: skip
