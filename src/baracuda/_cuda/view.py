@@ -75,6 +75,27 @@ def _layout_flags(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[boo
     return False, True
 
 
+# No device allocation spans this many bytes (GPU virtual addresses have at most 49 bits).
+MAX_SPAN_BYTES = 1 << 48
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
+    """Raise ``InvalidProblem`` for strides whose addresses span more bytes than any device
+    allocation: a producer's corrupt strides (CuPy's DLPack export turned a negative stride
+    into 2^62 - 1 until cupy/cupy#10228) would otherwise send a kernel far outside the
+    buffer."""
+    if _numel(shape) == 0:
+        return
+    span = sum(abs(s) * (d - 1) for d, s in zip(shape, strides, strict=True)) * itemsize
+    if span >= MAX_SPAN_BYTES:
+        raise InvalidProblem(
+            f"tensor of shape {shape} with strides {strides} (elements of {itemsize} bytes) "
+            f"spans {span} bytes, more than any device allocation: corrupt strides from "
+            "the producer's __dlpack__?"
+        )
+
+
 def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
     from cuda.core.utils import StridedMemoryView
 
@@ -92,13 +113,15 @@ def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
             acc *= d
         strides = tuple(reversed(out))
     dt = smv.dtype
+    strides = tuple(int(s) for s in strides)
+    _check_span(shape, strides, dt.itemsize)
     kind = {"f": 2, "i": 0, "u": 1, "b": 1}.get(dt.kind, -1)
     if dt.name == "bfloat16":
         kind = 4
     return TensorView(
         ptr=int(smv.ptr),
         shape=shape,
-        strides=tuple(int(s) for s in strides),
+        strides=strides,
         dtype=(kind, dt.itemsize * 8),
         device_type=int(dev_type),
         device_id=int(dev_id),
