@@ -268,9 +268,10 @@ RING_MIN_BALANCE = 0.9
 
 
 def _ring_rows(params: Params, operands: Sequence[Slot | None], itemsize: int) -> bool:
-    """Whether the rows of ``params`` (which meet pipe1's vector condition: 16-byte aligned
-    rows, axis stride 1) may take the ring: ``RING_ROWS`` on, IN0 and OUT only, outer dims
-    that coalesce to one, rows of at least RING_CHUNK bytes and whole 16-byte vectors."""
+    """Whether the rows of ``params`` (which meet pipe1's launch condition, ``pipeable`` in
+    ``launch_scan``: 16-byte aligned rows, axis stride 1) may take the ring: ``RING_ROWS``
+    on, IN0 and OUT only, outer dims that coalesce to one, rows of at least RING_CHUNK bytes
+    and whole 16-byte vectors."""
     used = [i for i, o in enumerate(operands) if o is not None]
     rowb = params.n * itemsize
     return (
@@ -697,6 +698,16 @@ def launch_scan(
     n = shape[axis]
     rows = total // n
     params = _params(shape, axis, operands, vec_slots, itemsize, layout, reverse, mode)
+    lanes = 16 // itemsize
+    # the pipelined kernels' launch condition: x and y contiguous along the axis with
+    # 16-byte aligned rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)
+    pipeable = (
+        op in PIPE_OPS
+        and bool(params.vec)
+        and IN0 in vec_slots
+        and OUT in vec_slots
+        and (not reverse or n % lanes == 0)
+    )
     if layout == "cols" and op in STRIP_OPS:  # before the other layouts' tests
         sw = _strip_width(shape, axis, operands, itemsize, sm_count)
         kernel = f"scan_{op}_strip"
@@ -706,8 +717,7 @@ def launch_scan(
             launch(module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK, STRIP_SMEM,
                    stream, [params], kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
-    if (layout == "rows" and op in STRIP_OPS and params.vec and IN0 in vec_slots
-            and OUT in vec_slots and _ring_rows(params, operands, itemsize)):  # fmt: skip
+    if pipeable and op in STRIP_OPS and _ring_rows(params, operands, itemsize):
         kernel = f"scan_{op}_ring"
         if _smem_room(module, kernel) >= RING_SMEM:
             per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
@@ -725,20 +735,10 @@ def launch_scan(
     ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED),
                   warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
                   wide=packed and op in _WIDE_OPS and not staged, pairs=pairs)
-    lanes = 16 // itemsize
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
     if ch.layout == "lbcols" and staged:
         params.vec = 1
     variant = ch.layout
-    # the pipelined kernels' launch condition: x and y contiguous along the axis with
-    # 16-byte aligned rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)
-    pipeable = (
-        op in PIPE_OPS
-        and bool(params.vec)
-        and IN0 in vec_slots
-        and OUT in vec_slots
-        and (not reverse or n % lanes == 0)
-    )
     if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
