@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("switch", help="a boolean of baracuda.scan._kernels")
     ap.add_argument("json", nargs="?", help="write the results here")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--more", action="store_true", help="also the MORE strided shapes")
+    ap.add_argument("--more", action="store_true", help="also the MORE shapes")
     ap.add_argument("--rounding", action="store_true",
                     help="outputs may differ by rounding (not bit for bit)")  # fmt: skip
     a = ap.parse_args()
