@@ -131,19 +131,24 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
     mod = _FakeModule(resident)
     for itemsize in (2, 4, 8):
         tile = 1024 // itemsize
+        warps = 16 if itemsize == 2 else 8
+        held = 229376 + K.coop_reg_tiles(itemsize) * warps * 1024  # a block's
+        cap = 132 * min(resident, 2) * held + info.l2_bytes
         for rows, n in [(1, 2**20), (2, 2**23 // itemsize * 2), (3, 100_008), (65, 40_000),
-                        (2, 20_000), (66, 2**16), (132, 2**16), (1, 3 * tile)]:  # fmt: skip
+                        (2, 20_000), (66, 2**16), (132, 2**16), (1, 3 * tile),
+                        (2, cap // (2 * itemsize)), (2, cap // (2 * itemsize) + tile)]:  # fmt: skip
             sp = K.coop_split(mod, "sum", rows, n, itemsize)  # type: ignore[arg-type]
-            if rows * n * itemsize > 132 * 229376 + info.l2_bytes:
+            if rows * n * itemsize > cap:
                 assert sp is None
                 continue
             if sp is None:
-                assert min(132 * resident // rows, n // (32 * tile)) < 2, (rows, n)
+                assert min(132 * resident // rows, n // (warps * tile)) < 2, (rows, n)
                 continue
-            assert sp.keep == 7 and sp.smem == 7 * 32 * 1024
+            assert sp.warps == warps and sp.keep == 229376 // (warps * 1024)
+            assert sp.smem == 229376
             assert sp.chunk_len % tile == 0 and sp.nchunks >= 2
             assert (sp.nchunks - 1) * sp.chunk_len < n <= sp.nchunks * sp.chunk_len
-            assert sp.chunk_len >= 32 * tile
+            assert sp.chunk_len >= warps * tile
             assert rows * sp.nchunks <= 132 * min(resident, 2)
             assert state_bytes((rows, n), 1, itemsize, 132) >= rows * sp.nchunks * 16
     assert K.coop_split(mod, "sum", 2, 2**26, 4) is None  # 512 MiB: past shared memory and L2
@@ -570,8 +575,9 @@ def test_ring_needs_the_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_host_mirrors_of_the_kernel_constants() -> None:
-    """The host's sizes of the strip and ring launches (their shared memory) are the
-    constants scan.cu compiles with."""
+    """The host's sizes of the strip, ring and cooperative launches (their shared memory,
+    block size and what a cooperative block keeps) are the constants scan.cu compiles
+    with."""
     import re
     from pathlib import Path
 
@@ -588,3 +594,7 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     assert (const("kRingChunk"), const("kRingStages")) == (K.RING_CHUNK, K.RING_STAGES)
     assert K.STRIP_SMEM == K.STRIP_CHUNK * K.STRIP_STAGES
     assert K.RING_SMEM == K.RING_CHUNK * K.RING_STAGES
+    w, r = K.coop_warps, K.coop_reg_tiles
+    assert f"constexpr int kCoopWarps = sizeof(T) == 2 ? {w(2)} : {w(4)};" in text
+    assert w(4) == w(8)
+    assert f"kCoopRegTiles = sizeof(T) == 2 ? {r(2)} : sizeof(T) == 4 ? {r(4)} : {r(8)};" in text

@@ -414,11 +414,12 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
 
 def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
     """Inputs of the cooperative kernel (scan_coop) for one op and dtype: 3 lines of 6-24
-    pieces (by dtype) with a partial last tile and warps of 1-2 tiles, a view whose lines
-    start 8 elements into longer rows, 65 lines of 2 pieces, one line of 2^20 + 8 positions,
-    and for cumsum in 4- and 8-byte types 2 lines of 32 MiB, where every warp keeps part of
-    its tiles in shared memory and reads the rest again (the tile logic is the same for
-    every op). cumprod takes random signs (exact products that depend on every carry)."""
+    pieces (by dtype) with a partial last tile and warps of 1-2 tiles (in registers), a view
+    whose lines start 8 elements into longer rows, 65 lines of 2 pieces, one line of 2^20 + 8
+    positions, and for cumsum 2 lines of 32 MiB (4- and 8-byte types) or 20 MiB (2-byte
+    types), where every warp keeps its first tiles in registers, the next in shared memory,
+    and reads the rest again (the tile logic is the same for every op). cumprod takes random
+    signs (exact products that depend on every carry)."""
     dt = torch_dtype(element)
 
     def make(shape: tuple[int, ...], seed: int) -> Any:
@@ -434,8 +435,9 @@ def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
         ("65 x 40000", make((65, 40_000), 24)),
         ("1 x (2^20 + 8)", make((2**20 + 8,), 25)),
     ]
-    if kind is ScanKind.CUMSUM and element.itemsize >= 4:  # tiles past shared memory
-        cases.append(("2 lines of 32 MiB", make((2, 2**25 // element.itemsize), 21)))
+    if kind is ScanKind.CUMSUM:  # tiles past registers and shared memory
+        mib = 32 if element.itemsize >= 4 else 20
+        cases.append((f"2 lines of {mib} MiB", make((2, mib * 2**20 // element.itemsize), 21)))
     return cases
 
 

@@ -298,31 +298,41 @@ def _ring_grid(rows: int, sm_count: int, per_sm: int) -> int:
 
 
 # Switch: few long contiguous lines of PIPE_OPS, which ``chunking`` would cut into chunks,
-# take one cooperative launch (scan.cu, scan_coop: a block of COOP_WARPS warps an SM, each a
-# piece of a line, read once into shared memory where it fits, then scanned after a grid
-# barrier) where the device takes cooperative launches, pipe1's launch condition holds and
-# the input fits in the kept tiles and the L2 cache (more would be read twice from memory).
-# On the H100, cumsum over (2, 2^23) took 70.3-70.8 vs 84.6-85.5 us in f32 and 35.8-36.4 vs
-# 54.2-54.9 us in bf16 (three passes); other few-line shapes gained 25-35 % (docs/
-# benchmarks.md, round 7). Read at each launch.
+# take one cooperative launch (scan.cu, scan_coop: a block an SM, each warp a run of a piece
+# of a line, read once and kept in registers and shared memory where it fits, the rest read
+# again from L2; scanned after a grid barrier) where the device takes cooperative launches,
+# pipe1's launch condition holds and the input fits in what the blocks keep and the L2 cache
+# (more would be read twice from memory). On the H100, cumsum over (2, 2^23) took 70.3-70.8
+# vs 84.6-85.5 us in f32 and 35.8-36.4 vs 54.2-54.9 us in bf16 (three passes) in round 7,
+# and the registers of round 13 took it further (docs/benchmarks.md). Read at each launch.
 COOP_ROWS = True
-COOP_WARPS = 32
 COOP_TILE_BYTES = 1024  # a warp's tile: 32 lanes x 32 bytes
+
+
+def coop_warps(itemsize: int) -> int:
+    """Warps of a cooperative block (scan.cu's kCoopWarps)."""
+    return 16 if itemsize == 2 else 8
+
+
+def coop_reg_tiles(itemsize: int) -> int:
+    """Tiles a warp keeps in registers (scan.cu's kCoopRegTiles)."""
+    return {2: 4, 4: 16}.get(itemsize, 8)
 
 
 @dataclass(frozen=True, slots=True)
 class CoopSplit:
     """A cooperative launch's pieces: ``nchunks`` pieces of ``chunk_len`` positions a line,
-    ``keep`` tiles a warp kept in shared memory."""
+    blocks of ``warps`` warps, ``keep`` tiles a warp kept in shared memory."""
 
     nchunks: int
     chunk_len: int
     keep: int
+    warps: int
 
     @property
     def smem(self) -> int:
         """Dynamic shared memory of the launch: the kept tiles of every warp."""
-        return _coop_smem(self.keep)
+        return self.keep * self.warps * COOP_TILE_BYTES
 
 
 def _smem_room(module: LoadedModule, kernel: str) -> int:
@@ -331,30 +341,29 @@ def _smem_room(module: LoadedModule, kernel: str) -> int:
     return device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
 
 
-def _coop_smem(keep: int) -> int:
-    return keep * COOP_WARPS * COOP_TILE_BYTES
-
-
 def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) -> CoopSplit | None:
     """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``): as many
     as one block an SM allows (at most 2 an SM), none but the last shorter than a tile a
     warp. None where it does not apply: no cooperative launches, fewer than 2 pieces a line,
-    or an input larger than the kept tiles and the L2 cache together."""
+    or an input larger than what the blocks keep (registers and shared memory) and the L2
+    cache together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
         return None
     kernel = f"scan_{op}_coop"
-    keep = max(0, _smem_room(module, kernel)) // _coop_smem(1)
-    smem = _coop_smem(keep)
+    warps = coop_warps(itemsize)
+    keep = max(0, _smem_room(module, kernel)) // (warps * COOP_TILE_BYTES)
+    smem = keep * warps * COOP_TILE_BYTES
     # resident_blocks allows the entry that much shared memory first (module.function)
-    blocks = min(2, module.resident_blocks(kernel, 32 * COOP_WARPS, smem)) * module.sm_count
-    if rows * n * itemsize > blocks * smem + device_info(module.device_id).l2_bytes:
+    blocks = min(2, module.resident_blocks(kernel, 32 * warps, smem)) * module.sm_count
+    held = smem + coop_reg_tiles(itemsize) * warps * COOP_TILE_BYTES  # a block's
+    if rows * n * itemsize > blocks * held + device_info(module.device_id).l2_bytes:
         return None
     tile = COOP_TILE_BYTES // itemsize
-    pieces = min(blocks // rows, n // (COOP_WARPS * tile))
+    pieces = min(blocks // rows, n // (warps * tile))
     if pieces < 2:
         return None
     chunk_len = _round_up(_cdiv(n, pieces), tile)
-    return CoopSplit(_cdiv(n, chunk_len), chunk_len, keep)
+    return CoopSplit(_cdiv(n, chunk_len), chunk_len, keep, warps)
 
 
 # Switch: the cummax/cummin backward in one kernel (scan_max_bwd_rows: a warp per line scans
@@ -749,7 +758,7 @@ def launch_scan(
             params.groups = coop.keep
             params.agg = states_ptr
             fn = module.function(kernel, coop.smem)
-            cgrid, block = (rows * coop.nchunks, 1, 1), 32 * COOP_WARPS
+            cgrid, block = (rows * coop.nchunks, 1, 1), 32 * coop.warps
             launch(fn, cgrid, block, coop.smem, stream, [params], kernel, cooperative=True)
             return f"coopx{coop.nchunks}"
     if ch.layout == "lbcols" and params.vec:

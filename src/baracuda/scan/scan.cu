@@ -1416,42 +1416,51 @@ __device__ void scan_pipe(const Params& P) {
 
 // ----------------------------------------- cooperative pieces of long lines (coop)
 // Few long lines of pipe1's ops, under pipe1's launch condition: a cooperative launch of one
-// block of kCoopWarps warps per SM, block `item` = line * nchunks + piece scanning positions
-// [piece * chunk_len, +chunk_len) of its line, each warp a run of whole tiles (32 bytes a
-// lane) of the piece. Phase 1 reads the piece once: each warp keeps its first P.groups tiles
-// in shared memory (as loaded) and folds every tile into its lane's totals. The block's total
-// goes to P.agg[item], the grid synchronises (bc::grid_arrive / grid_wait), and each block
-// takes its carry from the totals of its line's pieces before it, combined in order
-// (deterministic). Phase 2 scans and stores: first the tiles past shared memory, read again
-// (phase 1 read them last, after the kept tiles, which it marks evict-first in L2; the
-// first kCoopDepth<T> of them are loaded before the barrier), then the kept tiles. Where the
-// pieces fit in shared memory, every element is read from memory once. A warp's tiles past
-// shared memory start from its carry combined with the fold of its kept tiles, which takes
-// the ops to be commutative (sum, prod, lse are).
-constexpr int kCoopWarps = 32;
-// Tiles of loads in flight per warp in phase 2 (pipe_tiles), which re-reads them from L2: one
-// measured faster than two except for 2-byte types (H100, cumsum over (2, 2^23) with one vs
-// two: f32 68.2 vs 69.8 us, f64 159.0 vs 159.0, bf16 38.1 vs 35.6).
+// block of kCoopWarps<T> warps per SM, block `item` = line * nchunks + piece scanning positions
+// [piece * chunk_len, +chunk_len) of its line, each warp a run of whole tiles (1 KiB: two
+// rows of 32 16-byte vectors, a lane one vector of each) of the piece. Phase 1 reads the
+// piece once. Each warp keeps its first kCoopRegTiles<T> tiles in registers and its next
+// P.groups tiles in shared memory (copied by cp.async), both loaded evict-first in L2, and
+// reads the rest ("past": past what the SM holds) with the default policy; every tile is
+// folded into one of the lane's three totals. The block's total goes to P.agg[item], the
+// grid synchronises (bc::grid_arrive / grid_wait), and each block takes its carry from the
+// totals of its line's pieces before it, combined in order (deterministic). Phase 2 scans
+// and stores: first the tiles past, read again from L2 (the first kCoopDepth<T> of them
+// loaded before the barrier), then the tiles in registers, then those in shared memory.
+// Where the pieces fit in registers and shared memory, every element is read from memory
+// once. A warp's tiles past start from its carry combined with the folds of its kept tiles,
+// which takes the ops to be commutative (sum, prod, lse are). The line's partial last tile
+// is read and scanned as pipe1 does (a lane's K consecutive positions).
+//
+// On the H100, cumsum over (2, 2^23) f32 in a standalone version of this kernel: 54.1 us with
+// 8 warps and 16 tiles a lane in registers, against 62.2-65.5 us with 32 warps and none in
+// registers (the re-reads then miss L2: ncu counted 91 MB read from memory for 67 MB of
+// input); bf16 29.7 us with 16 warps and 4 (docs/benchmarks.md, round 13). The host mirrors
+// these sizes (baracuda.scan._kernels.coop_warps, coop_reg_tiles).
 template <typename T>
-constexpr int kCoopDepth = sizeof(T) == 2 ? 2 : 1;
+constexpr int kCoopWarps = sizeof(T) == 2 ? 16 : 8;
+template <typename T>
+constexpr int kCoopRegTiles = sizeof(T) == 2 ? 4 : sizeof(T) == 4 ? 16 : 8;
+// Tiles past shared memory in flight per warp in phase 2 (re-read from L2).
+template <typename T>
+constexpr int kCoopDepth = sizeof(T) == 2 ? 1 : 4;
 
 // The L2 eviction policy evict-first (createpolicy, sm_80+), for loads of lines read once.
-// (Evict-last on the tiles read again measured 1-2 us faster on (2, 2^23) but outlives the
-// kernel: its lines crowd L2 for the kernels after it, which ran up to 2x slower.)
+// (Evict-last on the tiles read again outlives the kernel: its lines crowd L2 for the
+// kernels after it, which ran up to 2x slower.)
 __device__ __forceinline__ unsigned long long l2_evict_first() {
   unsigned long long pol;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
   return pol;
 }
 
-// load32 under an L2 eviction policy.
-__device__ __forceinline__ void load32_policy(Raw32& r, const void* p, unsigned long long pol) {
-  const int4* vp = static_cast<const int4*>(p);
-#pragma unroll
-  for (int u = 0; u < 2; ++u)
-    asm volatile("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(r.w[u].x), "=r"(r.w[u].y), "=r"(r.w[u].z), "=r"(r.w[u].w)
-                 : "l"(vp + u), "l"(pol));
+// cp_async16 under an L2 eviction policy.
+__device__ __forceinline__ void cp_async16_policy(void* smem, const void* gmem,
+                                                  unsigned long long pol) {
+  const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst),
+               "l"(gmem), "l"(pol)
+               : "memory");
 }
 
 // The fold of a lane's K elements of a tile into `acc` (pairwise).
@@ -1472,14 +1481,79 @@ __device__ __forceinline__ typename Op::S fold_tile(const Op& op, const Raw32& r
   return op.combine(acc, s[0]);
 }
 
+// A coop tile's two rows of 32 vectors: lane `lane` holds vector u of row u (u = 0, 1) in
+// r.w[u], read from p + u * hstep, where each row is 512 contiguous bytes of the line (a
+// warp's load or store instruction covers one row). Reverse scans mirror the rows, the
+// vectors and the elements.
+__device__ __forceinline__ void load_rows(Raw32& r, const void* p, i64 hstep_bytes,
+                                          unsigned long long pol) {
+  const char* c = static_cast<const char*>(p);
+#pragma unroll
+  for (int u = 0; u < 2; ++u)
+    asm volatile("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(r.w[u].x), "=r"(r.w[u].y), "=r"(r.w[u].z), "=r"(r.w[u].w)
+                 : "l"(c + u * hstep_bytes), "l"(pol));
+}
+__device__ __forceinline__ void load_rows(Raw32& r, const void* p, i64 hstep_bytes) {
+  const char* c = static_cast<const char*>(p);
+#pragma unroll
+  for (int u = 0; u < 2; ++u) r.w[u] = __ldg(reinterpret_cast<const int4*>(c + u * hstep_bytes));
+}
+
+// Scans a coop tile's rows (this lane: r.w[u] at dst + u * hstep) from `carry`, stores
+// them, and returns the carry after the tile.
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ typename Op::S scan_rows(const Op& op, const Raw32& r,
+                                                    typename Op::S carry, T* dst, i64 hstep,
+                                                    int lane) {
+  typedef typename Op::S S;
+  constexpr int L = 16 / (int)sizeof(T);
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    T e[L];
+    memcpy(e, &r.w[u], 16);
+    S st[L];
+#pragma unroll
+    for (int i = 0; i < L; ++i) {
+      const A a = to_acc(e[kRev ? L - 1 - i : i]);
+      const S m = op.make(&a, 0, 0);  // one-input ops: no position
+      st[i] = i ? op.combine(st[i - 1], m) : m;
+    }
+    S incl = st[L - 1];
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const S o = shfl_up(incl, d);
+      if (lane >= d) incl = op.combine(o, incl);
+    }
+    const S before = shfl_up(incl, 1);
+    const S prefix = lane ? op.combine(carry, before) : carry;
+    T o[L];
+    S prev = prefix;
+#pragma unroll
+    for (int i = 0; i < L; ++i) {
+      const S inc = op.combine(prefix, st[i]);
+      const A a = to_acc(e[kRev ? L - 1 - i : i]);
+      o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, prev, &a, A(1), 0));
+      prev = inc;
+    }
+    int4 word;
+    memcpy(&word, o, 16);
+    store16(reinterpret_cast<int4*>(dst + u * hstep), word);
+    carry = op.combine(carry, shfl_idx(incl, 31));
+  }
+  return carry;
+}
+
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   typedef typename Op::S S;
   static_assert(kOneInputOp<Op>, "coop takes one-input ops without neighbour or aux operands");
   constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
-  extern __shared__ int4 coop_keep[];  // P.groups tiles a warp: [warp][tile][half][lane]
-  __shared__ S warp_sum[kCoopWarps];
-  __shared__ S warp_carry[kCoopWarps];
+  constexpr int W = kCoopWarps<T>, R = kCoopRegTiles<T>, D = kCoopDepth<T>;
+  static_assert(W <= 32, "one warp combines the warps' totals");
+  extern __shared__ int4 coop_keep[];  // P.groups tiles a warp: [warp][tile][row][lane]
+  __shared__ S warp_sum[W];
+  __shared__ S warp_carry[W];
   const Op op{P.mode};
   const int lane = threadIdx.x & 31;
   const int w = threadIdx.x >> 5;
@@ -1491,68 +1565,90 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   const i64 q1 = min(n, q0 + P.chunk_len);
   // The host's launch condition; anything else would misalign the vectors.
   if (!P.vec || P.chunk_len % TILE != 0 || ((kRev ? n - q0 : q0) & (L - 1)) != 0 ||
-      blockDim.x != 32 * kCoopWarps)
+      blockDim.x != 32 * W)
     __trap();
   const i64 tiles = (q1 - q0 + TILE - 1) / TILE;  // the last may be partial
-  const i64 s0 = q0 + tiles * w / kCoopWarps * TILE;
-  const i64 s1 = min(q1, q0 + tiles * (w + 1) / kCoopWarps * TILE);
+  const i64 s0 = q0 + tiles * w / W * TILE;
+  const i64 s1 = min(q1, q0 + tiles * (w + 1) / W * TILE);
   const i64 nfull = s1 > s0 ? (s1 - s0) / TILE : 0;
-  const int nkeep = (int)min((i64)P.groups, nfull);
+  const int nreg = (int)min((i64)R, nfull);
+  const int nkeep = (int)min((i64)P.groups, nfull - nreg);
+  const i64 f_past = nreg + nkeep;  // the first tile past what the SM holds
   Coord c;
   unravel(line, P.outer, c);
   const T* src = in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank);
   T* dst = static_cast<T*>(P.op[OUT].ptr) + dot(c, P.op[OUT].outer, P.outer.rank);
-  const i64 lq = s0 + (i64)lane * K;  // this lane's first scan position in the warp's tile 0
-  const T* px = src + (kRev ? n - lq - K : lq);
+  // Full tiles: this lane's vector of row 0 of the warp's tile f is at element offset
+  // v0 + f * step of the line, that of row 1 hstep further.
   const i64 step = kRev ? -(i64)TILE : (i64)TILE;
+  const i64 hstep = kRev ? -(i64)(TILE / 2) : (i64)(TILE / 2);
+  const i64 v0 = kRev ? n - s0 - (i64)(lane + 1) * L : s0 + (i64)lane * L;
+  const T* pv = src + v0;
+  const i64 hb = hstep * (i64)sizeof(T);
   int4* keep = coop_keep + (i64)w * P.groups * 64 + lane;
 
-  // Phase 1: the kept tiles, then the others, folded into the lane's two totals.
-  S kept = op.identity(), rest = op.identity();
+  // Phase 1: every load of the kept tiles in flight at once, then the tiles past; each tile
+  // folded into the lane's total of its part.
   const unsigned long long first = l2_evict_first();
+  Raw32 reg[R];
+#pragma unroll
+  for (int f = 0; f < R; ++f)
+    if (f < nreg) load_rows(reg[f], pv + f * step, hb, first);
 #pragma unroll 1
-  for (int f = 0; f < nkeep; f += 2) {
-    Raw32 a, b;
-    load32_policy(a, px + f * step, first);
-    if (f + 1 < nkeep) load32_policy(b, px + (f + 1) * step, first);
+  for (int f = 0; f < nkeep; ++f) {
+    const T* g = pv + (nreg + f) * step;
+    cp_async16_policy(keep + (2 * f) * 32, g, first);
+    cp_async16_policy(keep + (2 * f + 1) * 32, g + hstep, first);
+  }
+  cp_async_commit();
+  S in_reg = op.identity(), kept = op.identity(), past = op.identity();
+#pragma unroll
+  for (int f = 0; f < R; ++f)
+    if (f < nreg) in_reg = fold_tile<T, A, Op, K>(op, reg[f], in_reg);
+#pragma unroll 1
+  for (i64 f = f_past; f < nfull; f += D) {
+    Raw32 v[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d)
+      if (f + d < nfull) load_rows(v[d], pv + (f + d) * step, hb);
+#pragma unroll
+    for (int d = 0; d < D; ++d)
+      if (f + d < nfull) past = fold_tile<T, A, Op, K>(op, v[d], past);
+  }
+  cp_async_wait_all();  // this thread's own copies: visible to it without a barrier
+#pragma unroll 4
+  for (int f = 0; f < nkeep; ++f) {
+    Raw32 a;
+    a.w[0] = keep[(2 * f) * 32];
+    a.w[1] = keep[(2 * f + 1) * 32];
     kept = fold_tile<T, A, Op, K>(op, a, kept);
-    keep[(2 * f) * 32] = a.w[0];
-    keep[(2 * f + 1) * 32] = a.w[1];
-    if (f + 1 < nkeep) {
-      kept = fold_tile<T, A, Op, K>(op, b, kept);
-      keep[(2 * f + 2) * 32] = b.w[0];
-      keep[(2 * f + 3) * 32] = b.w[1];
-    }
   }
-#pragma unroll 1
-  for (i64 f = nkeep; f < nfull; f += 2) {
-    Raw32 a, b;
-    load32(a, px + f * step);
-    if (f + 1 < nfull) load32(b, px + (f + 1) * step);
-    rest = fold_tile<T, A, Op, K>(op, a, rest);
-    if (f + 1 < nfull) rest = fold_tile<T, A, Op, K>(op, b, rest);
-  }
-  S excl, kept_sum, rest_sum;
+  S excl, reg_sum, kept_sum, past_sum;
+  group_scan<1>(op, in_reg, excl, reg_sum, static_cast<S*>(nullptr));
   group_scan<1>(op, kept, excl, kept_sum, static_cast<S*>(nullptr));
-  group_scan<1>(op, rest, excl, rest_sum, static_cast<S*>(nullptr));
-  const bool partial = s0 + nfull * TILE < s1;  // warp-uniform: the line's last tile
-  const i64 qp = lq + nfull * TILE;
+  group_scan<1>(op, past, excl, past_sum, static_cast<S*>(nullptr));
+  // The line's partial last tile (warp-uniform) as pipe1 takes it: this lane's K
+  // consecutive positions from qp.
+  const bool partial = s0 + nfull * TILE < s1;
+  const i64 qp = s0 + (i64)lane * K + nfull * TILE;
   const int valid = (int)max((i64)0, min((i64)K, s1 - qp));
+  const T* pp = src + (kRev ? n - qp - K : qp);
   if (partial) {
     Raw32 cur;
-    load_partial<T, K, kRev>(cur, src, px + nfull * step, qp, valid, n);
-    rest_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, rest_sum, dst, true);
+    load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
+    past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, true);
   }
   // The first tiles read again are loaded before the barrier: they need no carry.
-  Raw32 buf[kCoopDepth<T>];
+  Raw32 buf[D];
 #pragma unroll
-  for (int d = 0; d < kCoopDepth<T>; ++d)
-    if (nkeep + d < nfull) load32(buf[d], px + (nkeep + d) * step);
-  if (lane == 0) warp_sum[w] = op.combine(kept_sum, rest_sum);
+  for (int d = 0; d < D; ++d)
+    if (f_past + d < nfull) load_rows(buf[d], pv + (f_past + d) * step, hb);
+  if (lane == 0) warp_sum[w] = op.combine(op.combine(reg_sum, kept_sum), past_sum);
   __syncthreads();
   if (w == 0) {
     S wex, block_sum;
-    group_scan<1>(op, warp_sum[lane], wex, block_sum, static_cast<S*>(nullptr));
+    group_scan<1>(op, lane < W ? warp_sum[lane] : op.identity(), wex, block_sum,
+                  static_cast<S*>(nullptr));
     S* agg = static_cast<S*>(P.agg);
     if (lane == 0) {
       agg[item] = block_sum;
@@ -1568,26 +1664,44 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
       part = op.combine(part, __ldcg(sums + j));
     S pex, carry;
     group_scan<1>(op, part, pex, carry, static_cast<S*>(nullptr));
-    warp_carry[lane] = op.combine(carry, wex);
+    if (lane < W) warp_carry[lane] = op.combine(carry, wex);
   }
   __syncthreads();
   const S carry0 = warp_carry[w];
 
-  // Phase 2: the tiles past shared memory (pipelined as in pipe1), then the kept ones.
-  S carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, nkeep, nfull, n,
-                                          op.combine(carry0, kept_sum), dst, false);
+  // Phase 2: the tiles past (pipelined as in pipe1), then those in registers, then those in
+  // shared memory.
+  T* dv = dst + v0;
+  S carry = op.combine(op.combine(carry0, reg_sum), kept_sum);
+#pragma unroll 1
+  for (i64 f = f_past; f < nfull; f += D) {
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      const i64 ff = f + d;  // warp-uniform
+      if (ff >= nfull) break;
+      const Raw32 cur = buf[d];
+      if (ff + D < nfull) load_rows(buf[d], pv + (ff + D) * step, hb);
+      carry = scan_rows<T, A, Op, kRev>(op, cur, carry, dv + ff * step, hstep, lane);
+    }
+  }
   if (partial) {
     Raw32 cur;
-    load_partial<T, K, kRev>(cur, src, px + nfull * step, qp, valid, n);
+    load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
     pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, false);
   }
   carry = carry0;
-#pragma unroll 1
+#pragma unroll
+  for (int f = 0; f < R; ++f)
+    if (f < nreg) carry = scan_rows<T, A, Op, kRev>(op, reg[f], carry, dv + f * step, hstep, lane);
+  carry = op.combine(carry0, reg_sum);
+  // Unrolled: with 8 warps an SM, the tiles' shuffle scans must overlap (only the carry
+  // links them); one at a time took the f32 (2, 2^23) case from 49.6 to 56.5-58.6 us (ncu).
+#pragma unroll 4
   for (int f = 0; f < nkeep; ++f) {
     Raw32 cur;
     cur.w[0] = keep[(2 * f) * 32];
     cur.w[1] = keep[(2 * f + 1) * 32];
-    carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + f * TILE, K, n, carry, dst, false);
+    carry = scan_rows<T, A, Op, kRev>(op, cur, carry, dv + (nreg + f) * step, hstep, lane);
   }
 }
 
@@ -2249,8 +2363,9 @@ __device__ void scan_ring(const Params& P) {
 
 // Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
 #define BC_SCAN_PIPE_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4)
-// Cooperative pieces of long lines: one block of 1024 threads per SM (at most 64 registers).
-#define BC_SCAN_COOP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, coop, scan_coop, 1024, 1)
+// Cooperative pieces of long lines: one block an SM (8 warps, 16 for 2-byte types).
+#define BC_SCAN_COOP_ENTRY(name, OP) \
+  BC_SCAN_BLOCK_ENTRY(name, OP, coop, scan_coop, 32 * bc::scan::kCoopWarps<BC_T>, 1)
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::pdl_wait();                                                                          \
