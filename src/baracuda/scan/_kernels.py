@@ -306,7 +306,7 @@ def _ring_grid(rows: int, sm_count: int, per_sm: int) -> int:
 # vs 84.6-85.5 us in f32 and 35.8-36.4 vs 54.2-54.9 us in bf16 (three passes) in round 7,
 # and the registers of round 13 took it further (docs/benchmarks.md). Read at each launch.
 COOP_ROWS = True
-COOP_TILE_BYTES = 1024  # a warp's tile: 32 lanes x 32 bytes
+COOP_TILE_BYTES = 1024  # a warp's tile: two rows of 32 lanes x 16 bytes
 
 
 def coop_warps(itemsize: int) -> int:
