@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from baracuda._cuda.view import DL_CUDA, TensorView
+from baracuda._cuda.view import DL_CUDA, TensorView, check_span
 from baracuda.errors import Unsupported
 
 __all__ = ["framework_of", "fast_view", "current_stream_handle", "reject_tracer"]
@@ -41,20 +41,65 @@ def _torch_stream(torch: Any, device: int) -> int:
     )
 
 
+# CuPy dtypes by name (numpy's), as DLPack (type code, bits)
+_CUPY_DTYPES: dict[str, tuple[int, int]] = {
+    "float32": (2, 32), "float16": (2, 16), "float64": (2, 64), "int32": (0, 32),
+    "int64": (0, 64), "uint8": (1, 8), "int8": (0, 8),
+}  # fmt: skip
+
+
+def _same_stream(cur: int, dlpack_stream: int) -> bool:
+    """Whether DLPack's ordering of the producer's current stream ``cur`` before
+    ``dlpack_stream`` would be a no-op (1 is the legacy default stream, which CuPy and torch
+    report as 0)."""
+    return dlpack_stream == -1 or cur == dlpack_stream or (cur == 0 and dlpack_stream == 1)
+
+
+def _cupy_view(cupy: Any, obj: Any, dlpack_stream: int) -> TensorView | None:
+    """A CuPy array read off its attributes: ``data.ptr`` and its byte strides, negative
+    ones included (CuPy's own DLPack export turned a negative stride into 2^62 - 1 until
+    cupy/cupy#10228, and views built from it are refused as corrupt)."""
+    dtype = _CUPY_DTYPES.get(obj.dtype.name)
+    item = obj.dtype.itemsize
+    if dtype is None or any(s % item for s in obj.strides):
+        return None
+    dev = int(obj.device.id)
+    if dlpack_stream != -1:
+        with cupy.cuda.Device(dev):
+            cur = int(cupy.cuda.get_current_stream().ptr)
+        if not _same_stream(cur, dlpack_stream):
+            return None  # DLPack orders CuPy's pending work before our stream
+    shape = tuple(int(d) for d in obj.shape)
+    strides = tuple(int(s) // item for s in obj.strides)
+    check_span(shape, strides, item)
+    return TensorView(
+        ptr=int(obj.data.ptr),
+        shape=shape,
+        strides=strides,
+        dtype=dtype,
+        device_type=DL_CUDA,
+        device_id=dev,
+        readonly=False,
+        owner=obj,
+    )
+
+
 def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:
-    """A view of a torch CUDA tensor read off its attributes, when DLPack's stream ordering
-    would be a no-op (the run's stream is the tensor's current stream); else None."""
+    """A view of a torch CUDA tensor or a CuPy array read off its attributes, when DLPack's
+    stream ordering would be a no-op (the run's stream is the array's current stream); else
+    None."""
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(obj, torch.Tensor) or not obj.is_cuda:
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and isinstance(obj, cupy.ndarray):
+            return _cupy_view(cupy, obj, dlpack_stream)
         return None
     dtype = _torch_dtypes(torch).get(obj.dtype)
     if dtype is None:
         return None
     dev = obj.get_device()
-    if dlpack_stream != -1:
-        cur = _torch_stream(torch, dev)
-        if cur != dlpack_stream and not (cur == 0 and dlpack_stream == 1):
-            return None  # DLPack orders torch's pending work before our stream
+    if dlpack_stream != -1 and not _same_stream(_torch_stream(torch, dev), dlpack_stream):
+        return None  # DLPack orders torch's pending work before our stream
     return TensorView(
         ptr=obj.data_ptr(),
         shape=obj.shape,  # torch.Size is a tuple

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from baracuda import _functional
+from baracuda.errors import InvalidProblem
 
 
 def test_bf16_export_falls_back_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,3 +48,68 @@ def test_bf16_export_other_errors_propagate(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(RuntimeError, match="device lost"):
         _functional._bf16_export(broken, lambda: "copy")
     assert _functional._BF16_EXPORT == [True]
+
+
+class _FakeCupy:
+    """What the CuPy fast path reads of the cupy module and its arrays."""
+
+    class ndarray:
+        def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str,
+                     ptr: int = 4096, device: int = 0) -> None:  # fmt: skip
+            import types
+
+            import numpy as np
+
+            self.shape, self.strides, self.dtype = shape, strides, np.dtype(dtype)
+            self.data = types.SimpleNamespace(ptr=ptr)
+            self.device = types.SimpleNamespace(id=device)
+
+    class cuda:
+        stream = 0
+
+        class Device:
+            def __init__(self, dev: int) -> None:
+                pass
+
+            def __enter__(self) -> None:
+                return None
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+        @classmethod
+        def get_current_stream(cls) -> object:
+            import types
+
+            return types.SimpleNamespace(ptr=cls.stream)
+
+
+def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CuPy arrays are read off their attributes (no DLPack capsule) when the run's stream is
+    CuPy's current one: byte strides become element strides, negative ones included (CuPy's
+    DLPack export corrupts them), and anything else (odd strides, a dtype CuPy exports
+    otherwise, another stream) takes DLPack."""
+    import sys
+
+    from baracuda._interop import fast_view
+
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    x = fake.ndarray((3, 4), (-16, 4), "float32", ptr=8192)  # x[::-1] of a (3, 4) array
+    v = fast_view(x, 0)
+    assert v is not None
+    assert (v.ptr, v.shape, v.strides, v.dtype, v.device_id) == (8192, (3, 4), (-4, 1), (2, 32), 0)
+    assert v.owner is x
+    assert fast_view(x, -1) is not None  # no ordering asked for
+    assert fast_view(x, 1) is not None  # the legacy default stream is CuPy's stream 0
+    fake.cuda.stream = 77
+    assert fast_view(x, 0) is None  # another stream: DLPack orders CuPy's pending work
+    assert fast_view(x, 77) is not None
+    assert fast_view(fake.ndarray((3,), (6,), "float32"), 77) is None  # not whole elements
+    assert fast_view(fake.ndarray((3,), (2,), "complex64"), 77) is None
+    h = fast_view(fake.ndarray((5, 2), (2, -10), "float16", device=1), 77)
+    assert h is not None and h.strides == (1, -5) and h.dtype == (2, 16) and h.device_id == 1
+    with pytest.raises(InvalidProblem, match="spans"):
+        fast_view(fake.ndarray((4, 3), (2**62 - 4, 4), "float32"), 77)
+    assert fast_view(object(), 77) is None

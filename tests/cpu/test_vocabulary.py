@@ -163,12 +163,12 @@ def test_view_layout_flags() -> None:
 def test_view_span_check() -> None:
     """Strides that span more bytes than any device allocation (a producer's corrupt DLPack
     strides) are a typed error naming the shape and strides, before any kernel sees them."""
-    from baracuda._cuda.view import _check_span
+    from baracuda._cuda.view import check_span
     from baracuda.errors import InvalidProblem
 
-    _check_span((4096, 8192), (8192, 1), 4)
-    _check_span((3, 2), (-2, 1), 4)  # negative strides
-    _check_span((0, 5), (2**62 - 1, 1), 4)  # empty: nothing is addressed
-    _check_span((1, 5), (2**62 - 1, 1), 4)  # one row: its stride is never used
+    check_span((4096, 8192), (8192, 1), 4)
+    check_span((3, 2), (-2, 1), 4)  # negative strides
+    check_span((0, 5), (2**62 - 1, 1), 4)  # empty: nothing is addressed
+    check_span((1, 5), (2**62 - 1, 1), 4)  # one row: its stride is never used
     with pytest.raises(InvalidProblem, match=r"strides \(4611686018427387903, 4\)"):
-        _check_span((4, 3), (2**62 - 1, 4), 4)  # CuPy's negative-stride export bug
+        check_span((4, 3), (2**62 - 1, 4), 4)  # CuPy's negative-stride export bug

@@ -80,7 +80,7 @@ MAX_SPAN_BYTES = 1 << 48
 
 
 @functools.lru_cache(maxsize=4096)
-def _check_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
+def check_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
     """Raise ``InvalidProblem`` for strides whose addresses span more bytes than any device
     allocation: a producer's corrupt strides (CuPy's DLPack export turned a negative stride
     into 2^62 - 1 until cupy/cupy#10228) would otherwise send a kernel far outside the
@@ -114,7 +114,7 @@ def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
         strides = tuple(reversed(out))
     dt = smv.dtype
     strides = tuple(int(s) for s in strides)
-    _check_span(shape, strides, dt.itemsize)
+    check_span(shape, strides, dt.itemsize)
     kind = {"f": 2, "i": 0, "u": 1, "b": 1}.get(dt.kind, -1)
     if dt.name == "bfloat16":
         kind = 4
