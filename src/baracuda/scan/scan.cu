@@ -1482,6 +1482,36 @@ __device__ __forceinline__ typename Op::S fold_tile(const Op& op, const Raw32& r
   return op.combine(acc, s[0]);
 }
 
+// A warp's 32 16-byte vectors in scan order, one a lane (kRev: each vector's elements
+// mirrored), scanned from `carry` (the ring and coop kernels): st[i] becomes the state after
+// this lane's element i, carry the state after the warp's last element.
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
+                                              typename Op::S (&st)[16 / sizeof(T)],
+                                              typename Op::S& carry, int lane) {
+  typedef typename Op::S S;
+  constexpr int L = 16 / (int)sizeof(T);
+  T e[L];
+  memcpy(e, &raw, 16);
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    const A a = to_acc(e[kRev ? L - 1 - i : i]);
+    const S m = op.make(&a, 0, 0);  // one-input ops: no position
+    st[i] = i ? op.combine(st[i - 1], m) : m;
+  }
+  S incl = st[L - 1];
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const S o = shfl_up(incl, d);
+    if (lane >= d) incl = op.combine(o, incl);
+  }
+  const S before = shfl_up(incl, 1);
+  const S excl = lane ? op.combine(carry, before) : carry;
+#pragma unroll
+  for (int i = 0; i < L; ++i) st[i] = op.combine(excl, st[i]);
+  carry = op.combine(carry, shfl_idx(incl, 31));
+}
+
 // A coop tile's two rows of 32 vectors: lane `lane` holds vector u of row u (u = 0, 1) in
 // r.w[u], read from p + u * hstep, where each row is 512 contiguous bytes of the line (a
 // warp's load or store instruction covers one row). Reverse scans mirror the rows, the
@@ -1511,36 +1541,15 @@ __device__ __forceinline__ typename Op::S scan_rows(const Op& op, const Raw32& r
   constexpr int L = 16 / (int)sizeof(T);
 #pragma unroll
   for (int u = 0; u < 2; ++u) {
-    T e[L];
-    memcpy(e, &r.w[u], 16);
     S st[L];
-#pragma unroll
-    for (int i = 0; i < L; ++i) {
-      const A a = to_acc(e[kRev ? L - 1 - i : i]);
-      const S m = op.make(&a, 0, 0);  // one-input ops: no position
-      st[i] = i ? op.combine(st[i - 1], m) : m;
-    }
-    S incl = st[L - 1];
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const S o = shfl_up(incl, d);
-      if (lane >= d) incl = op.combine(o, incl);
-    }
-    const S before = shfl_up(incl, 1);
-    const S prefix = lane ? op.combine(carry, before) : carry;
+    warp_vec_scan<T, A, Op, kRev>(op, r.w[u], st, carry, lane);
     T o[L];
-    S prev = prefix;
 #pragma unroll
-    for (int i = 0; i < L; ++i) {
-      const S inc = op.combine(prefix, st[i]);
-      const A a = to_acc(e[kRev ? L - 1 - i : i]);
-      o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, prev, &a, A(1), 0));
-      prev = inc;
-    }
+    for (int i = 0; i < L; ++i)  // coop's ops output their state (sum, prod, lse)
+      o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(st[i], st[i], nullptr, A(1), 0));
     int4 word;
     memcpy(&word, o, 16);
     store16(reinterpret_cast<int4*>(dst + u * hstep), word);
-    carry = op.combine(carry, shfl_idx(incl, 31));
   }
   return carry;
 }
@@ -2233,25 +2242,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     for (int j = 0; j < J; ++j) {
       const int vs = w * WV + j * 32 + lane;  // the vector's index in scan order
       const int4 raw = *reinterpret_cast<const int4*>(slot + (kRev ? NV - 1 - vs : vs) * 16);
-      T e[L];
-      memcpy(e, &raw, 16);
-#pragma unroll
-      for (int i = 0; i < L; ++i) {
-        const A a = to_acc(e[kRev ? L - 1 - i : i]);
-        const S m = op.make(&a, 0, 0);  // one-input ops: no position
-        st[j][i] = i ? op.combine(st[j][i - 1], m) : m;
-      }
-      S incl = st[j][L - 1];
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const S o = shfl_up(incl, d);
-        if (lane >= d) incl = op.combine(o, incl);
-      }
-      const S before = shfl_up(incl, 1);
-      const S excl = lane ? op.combine(wcarry, before) : wcarry;
-#pragma unroll
-      for (int i = 0; i < L; ++i) st[j][i] = op.combine(excl, st[j][i]);
-      wcarry = op.combine(wcarry, shfl_idx(incl, 31));
+      warp_vec_scan<T, A, Op, kRev>(op, raw, st[j], wcarry, lane);
     }
     if (lane == 0) warp_tot[half][w] = wcarry;
     __syncthreads();  // this half of warp_tot is next written two chunks later, past a barrier
