@@ -51,8 +51,8 @@ _CUPY_DTYPES: dict[str, tuple[int, int]] = {
 def _same_stream(cur: int, dlpack_stream: int) -> bool:
     """Whether DLPack's ordering of the producer's current stream ``cur`` before
     ``dlpack_stream`` would be a no-op (1 is the legacy default stream, which CuPy and torch
-    report as 0)."""
-    return dlpack_stream == -1 or cur == dlpack_stream or (cur == 0 and dlpack_stream == 1)
+    report as 0). Callers skip it where no ordering is asked for (``dlpack_stream`` -1)."""
+    return cur == dlpack_stream or (cur == 0 and dlpack_stream == 1)
 
 
 def _cupy_view(cupy: Any, obj: Any, dlpack_stream: int) -> TensorView | None:
