@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from baracuda._cuda.view import DL_CUDA, TensorView, check_span
+from baracuda._cuda.view import DL_CUDA, TensorView, check_span, dlpack_dtype
 from baracuda.errors import Unsupported
 
 __all__ = ["framework_of", "fast_view", "current_stream_handle", "reject_tracer"]
@@ -41,11 +41,9 @@ def _torch_stream(torch: Any, device: int) -> int:
     )
 
 
-# CuPy dtypes by name (numpy's), as DLPack (type code, bits)
-_CUPY_DTYPES: dict[str, tuple[int, int]] = {
-    "float32": (2, 32), "float16": (2, 16), "float64": (2, 64), "int32": (0, 32),
-    "int64": (0, 64), "uint8": (1, 8), "int8": (0, 8),
-}  # fmt: skip
+def _cupy_stream(cupy: Any, device: int) -> int:
+    with cupy.cuda.Device(device):
+        return int(cupy.cuda.get_current_stream().ptr)
 
 
 def _same_stream(cur: int, dlpack_stream: int) -> bool:
@@ -59,16 +57,13 @@ def _cupy_view(cupy: Any, obj: Any, dlpack_stream: int) -> TensorView | None:
     """A CuPy array read off its attributes: ``data.ptr`` and its byte strides, negative
     ones included (CuPy's own DLPack export turned a negative stride into 2^62 - 1 until
     cupy/cupy#10228, and views built from it are refused as corrupt)."""
-    dtype = _CUPY_DTYPES.get(obj.dtype.name)
+    dtype = dlpack_dtype(obj.dtype)
     item = obj.dtype.itemsize
-    if dtype is None or any(s % item for s in obj.strides):
-        return None
+    if dtype[0] < 0 or any(s % item for s in obj.strides):
+        return None  # DLPack's path raises the error for a dtype it has no code for
     dev = int(obj.device.id)
-    if dlpack_stream != -1:
-        with cupy.cuda.Device(dev):
-            cur = int(cupy.cuda.get_current_stream().ptr)
-        if not _same_stream(cur, dlpack_stream):
-            return None  # DLPack orders CuPy's pending work before our stream
+    if dlpack_stream != -1 and not _same_stream(_cupy_stream(cupy, dev), dlpack_stream):
+        return None  # DLPack orders CuPy's pending work before our stream
     shape = tuple(int(d) for d in obj.shape)
     strides = tuple(int(s) // item for s in obj.strides)
     check_span(shape, strides, item)
@@ -118,9 +113,7 @@ def current_stream_handle(x: object, device: int) -> int | None:
     if fw == "torch":
         return _torch_stream(sys.modules["torch"], device)
     if fw == "cupy":
-        cupy = sys.modules["cupy"]
-        with cupy.cuda.Device(device):
-            return int(cupy.cuda.get_current_stream().ptr)
+        return _cupy_stream(sys.modules["cupy"], device)
     return None
 
 

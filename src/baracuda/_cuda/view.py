@@ -96,6 +96,15 @@ def check_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) 
         )
 
 
+def dlpack_dtype(dt: Any) -> tuple[int, int]:
+    """A NumPy-style dtype (NumPy's, CuPy's, ml_dtypes' bfloat16) as DLPack's (type code,
+    bits); type code -1 where DLPack has none for it."""
+    kind = {"f": 2, "i": 0, "u": 1, "b": 1}.get(dt.kind, -1)
+    if dt.name == "bfloat16":
+        kind = 4
+    return kind, dt.itemsize * 8
+
+
 def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
     from cuda.core.utils import StridedMemoryView
 
@@ -115,14 +124,11 @@ def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
     dt = smv.dtype
     strides = tuple(int(s) for s in strides)
     check_span(shape, strides, dt.itemsize)
-    kind = {"f": 2, "i": 0, "u": 1, "b": 1}.get(dt.kind, -1)
-    if dt.name == "bfloat16":
-        kind = 4
     return TensorView(
         ptr=int(smv.ptr),
         shape=shape,
         strides=strides,
-        dtype=(kind, dt.itemsize * 8),
+        dtype=dlpack_dtype(dt),
         device_type=int(dev_type),
         device_id=int(dev_id),
         readonly=bool(smv.readonly),
