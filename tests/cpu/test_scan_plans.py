@@ -108,11 +108,14 @@ class _FakeModule:
 
     def __init__(self, resident: int) -> None:
         self.resident = resident
+        self.asked: list[str] = []  # the kernels whose resources were read
 
     def static_smem(self, op: str) -> int:
+        self.asked.append(op)
         return 1536
 
     def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
+        self.asked.append(op)
         assert dynamic_smem + 1536 <= 232448, dynamic_smem
         return self.resident
 
@@ -138,6 +141,10 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
                         (2, 20_000), (66, 2**16), (132, 2**16), (1, 3 * tile),
                         (2, cap // (2 * itemsize)), (2, cap // (2 * itemsize) + tile)]:  # fmt: skip
             sp = K.coop_split(mod, "sum", rows, n, itemsize)  # type: ignore[arg-type]
+            # the reverse entry's resources (scan_sum_cooprev), here the same sizes
+            mod.asked.clear()
+            assert K.coop_split(mod, "sum", rows, n, itemsize, True) == sp  # type: ignore[arg-type]
+            assert set(mod.asked) <= {"scan_sum_cooprev"}, mod.asked
             if rows * n * itemsize > cap:
                 assert sp is None
                 continue
@@ -153,6 +160,8 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
             assert state_bytes((rows, n), 1, itemsize, 132) >= rows * sp.nchunks * 16
     assert K.coop_split(mod, "sum", 2, 2**26, 4) is None  # 512 MiB: past shared memory and L2
     assert K.coop_split(mod, "max", 2, 2**20, 4) is None  # not a pipelined op
+    assert K.coop_kernel("sum", False) == "scan_sum_coop"
+    assert K.coop_kernel("lse", True) == "scan_lse_cooprev"
     mod.cooperative = False
     assert K.coop_split(mod, "sum", 2, 2**20, 4) is None
     mod.cooperative = True
@@ -323,7 +332,7 @@ def test_tie_break_enum_accepted() -> None:
 # fused cummax backward; and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
-_PIPE_KINDS = ("pipe1", "coop", "lbstage")
+_PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair", "strip", "ring")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}

@@ -341,7 +341,13 @@ def _smem_room(module: LoadedModule, kernel: str) -> int:
     return device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
 
 
-def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) -> CoopSplit | None:
+def coop_kernel(op: str, reverse: bool) -> str:
+    """The cooperative entry of ``op`` for one direction (scan.cu: an entry a direction)."""
+    return f"scan_{op}_coop{'rev' if reverse else ''}"
+
+
+def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
+               reverse: bool = False) -> CoopSplit | None:  # fmt: skip
     """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``): as many
     as one block an SM allows (at most 2 an SM), none but the last shorter than a tile a
     warp. None where it does not apply: no cooperative launches, fewer than 2 pieces a line,
@@ -349,7 +355,7 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int) 
     cache together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
         return None
-    kernel = f"scan_{op}_coop"
+    kernel = coop_kernel(op, reverse)
     warps = coop_warps(itemsize)
     keep = max(0, _smem_room(module, kernel)) // (warps * COOP_TILE_BYTES)
     smem = keep * warps * COOP_TILE_BYTES
@@ -393,7 +399,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
-                for k in ("pipe1", "coop", "lbstage"))
+                for k in ("pipe1", "coop", "cooprev", "lbstage"))
         + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
@@ -751,9 +757,9 @@ def launch_scan(
     if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
-        coop = coop_split(module, op, rows, n, itemsize)
+        coop = coop_split(module, op, rows, n, itemsize, reverse)
         if coop is not None:
-            kernel = f"scan_{op}_coop"
+            kernel = coop_kernel(op, reverse)
             params.chunk_len, params.nchunks = coop.chunk_len, coop.nchunks
             params.groups = coop.keep
             params.agg = states_ptr

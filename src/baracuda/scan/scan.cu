@@ -1549,7 +1549,10 @@ __device__ __forceinline__ typename Op::S scan_rows(const Op& op, const Raw32& r
       o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(st[i], st[i], nullptr, A(1), 0));
     int4 word;
     memcpy(&word, o, 16);
-    store16(reinterpret_cast<int4*>(dst + u * hstep), word);
+    // streaming (evict-first in L2): the output is not read again here, and the tiles past
+    // what the SMs keep are still to be read again from L2 (f32 (2, 2^23) on the H100:
+    // 60.3 vs 63.0 us)
+    __stcs(reinterpret_cast<int4*>(dst + u * hstep), word);
   }
   return carry;
 }
@@ -1715,9 +1718,16 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   }
 }
 
-template <typename T, typename A, class Op>
+// One entry a direction (scan_<op>_coop, scan_<op>_cooprev), not one with both behind
+// P.reverse: the kernel runs most of its code once a warp (the tiles kept in registers are
+// unrolled), so its instructions come from L2 or memory whenever other kernels ran since its
+// last launch, and a function of both directions fetched more of them. On the H100, f32
+// (2, 2^23) between launches of another kernel: 61.6 us with both, 54.5 us with one
+// (%globaltimer, first block start to last block end; docs/benchmarks.md, round 14).
+template <typename T, typename A, class Op, bool kRev>
 __device__ void scan_coop(const Params& P) {
-  BC_SCAN_BY_DIRECTION(scan_coop_dir, T, A, Op);
+  if (P.reverse != (int)kRev) __trap();  // the host picks the entry by P.reverse
+  scan_coop_dir<T, A, Op, kRev>(P);
 }
 
 template <typename T, typename A, class Op>
@@ -2355,9 +2365,17 @@ __device__ void scan_ring(const Params& P) {
 
 // Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
 #define BC_SCAN_PIPE_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4)
-// Cooperative pieces of long lines: one block an SM (8 warps, 16 for 2-byte types).
-#define BC_SCAN_COOP_ENTRY(name, OP) \
-  BC_SCAN_BLOCK_ENTRY(name, OP, coop, scan_coop, 32 * bc::scan::kCoopWarps<BC_T>, 1)
+// Cooperative pieces of long lines: one block an SM (8 warps, 16 for 2-byte types), an entry
+// a direction.
+#define BC_SCAN_COOP_ENTRY(name, OP)                                                         \
+  extern "C" __global__ void __launch_bounds__(32 * bc::scan::kCoopWarps<BC_T>, 1)            \
+      BC_ENTRY(scan_##name##_coop)(bc::scan::Params p) {                                     \
+    bc::scan::scan_coop<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, false>(p);                       \
+  }                                                                                          \
+  extern "C" __global__ void __launch_bounds__(32 * bc::scan::kCoopWarps<BC_T>, 1)            \
+      BC_ENTRY(scan_##name##_cooprev)(bc::scan::Params p) {                                  \
+    bc::scan::scan_coop<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, true>(p);                        \
+  }
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::pdl_wait();                                                                          \
