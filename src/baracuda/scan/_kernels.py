@@ -298,13 +298,14 @@ def _ring_grid(rows: int, sm_count: int, per_sm: int) -> int:
 
 
 # Switch: few long contiguous lines of PIPE_OPS, which ``chunking`` would cut into chunks,
-# take one cooperative launch (scan.cu, scan_coop: a block an SM, each warp a run of a piece
-# of a line, read once and kept in registers and shared memory where it fits, the rest read
-# again from L2; scanned after a grid barrier) where the device takes cooperative launches,
-# pipe1's launch condition holds and the input fits in what the blocks keep and the L2 cache
-# (more would be read twice from memory). On the H100, cumsum over (2, 2^23) took 70.3-70.8
-# vs 84.6-85.5 us in f32 and 35.8-36.4 vs 54.2-54.9 us in bf16 (three passes) in round 7,
-# and the registers of round 13 took it further (docs/benchmarks.md). Read at each launch.
+# take one cooperative launch (scan.cu, scan_coop, an entry a direction (coop_kernel): a
+# block an SM, each warp a run of a piece of a line, read once and kept in registers and
+# shared memory where it fits, the rest read again from L2; scanned after a grid barrier)
+# where the device takes cooperative launches, pipe1's launch condition holds and the input
+# fits in what the blocks keep and the L2 cache (more would be read twice from memory). On
+# the H100, cumsum over (2, 2^23) took 70.3-70.8 vs 84.6-85.5 us in f32 and 35.8-36.4 vs
+# 54.2-54.9 us in bf16 (three passes) in round 7; the registers of round 13 and the entry a
+# direction of round 14 took it further (docs/benchmarks.md). Read at each launch.
 COOP_ROWS = True
 COOP_TILE_BYTES = 1024  # a warp's tile: two rows of 32 lanes x 16 bytes
 

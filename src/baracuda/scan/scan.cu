@@ -1432,12 +1432,15 @@ __device__ void scan_pipe(const Params& P) {
 // which takes the ops to be commutative (sum, prod, lse are). The line's partial last tile
 // is read and scanned as pipe1 does (a lane's K consecutive positions).
 //
-// On the H100, cumsum over (2, 2^23) f32: 60.1-62.8 us, against 68.9 us with the round 7
+// On the H100, cumsum over (2, 2^23) f32: 61.5 us (bench), against 68.9 us with the round 7
 // kernel (32 warps, nothing in registers: the re-reads missed L2, ncu counted 91 MB read from
-// memory for 67 MB of input; now 67.7 MB); bf16 31.6 against 36.2 us. A standalone version
-// of this design (sum only) took 52.8-55.7 us with 8 warps and 16 tiles a warp in registers,
-// and bf16 29.7 us with 16 warps and 4; the gap is not explained (docs/benchmarks.md, round
-// 13). The host mirrors these sizes (baracuda.scan._kernels.coop_warps, coop_reg_tiles).
+// memory for 67 MB of input; now 67.7 MB); bf16 31.1 against 36.2 us. A standalone version
+// of this design (sum only) took 52.8-55.8 us with 8 warps and 16 tiles a warp in registers,
+// and bf16 29.6 us with 16 warps and 4. A %globaltimer trace puts the gap after the grid
+// barrier (scan and store: 27 vs 20 us) and in the drain of the last stores (3 us); the
+// phase after the barrier is bound by latency (8 warps an SM, dependent shuffle scans)
+// (docs/benchmarks.md, rounds 13 and 14). The host mirrors these sizes
+// (baracuda.scan._kernels.coop_warps, coop_reg_tiles).
 template <typename T>
 constexpr int kCoopWarps = sizeof(T) == 2 ? 16 : 8;
 template <typename T>
