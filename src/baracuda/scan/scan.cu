@@ -1437,7 +1437,9 @@ __device__ void scan_pipe(const Params& P) {
 // memory for 67 MB of input; now 67.7 MB); bf16 31.1 against 36.2 us. A standalone version
 // of this design (sum only) took 52.8-55.8 us with 8 warps and 16 tiles a warp in registers,
 // and bf16 29.6 us with 16 warps and 4. A %globaltimer trace puts the gap after the grid
-// barrier (scan and store: 27 vs 20 us) and in the drain of the last stores (3 us); the
+// barrier (scan and store: 27 vs 20 us with both directions in one entry, launched in turn
+// with the prototype; run alone, with an entry a direction, 2 us) and in the drain of the
+// last stores (5.7 vs 2.1 us from the last block's end to the next kernel's start). The
 // phase after the barrier is bound by latency (8 warps an SM, dependent shuffle scans)
 // (docs/benchmarks.md, rounds 13 and 14). The host mirrors these sizes
 // (baracuda.scan._kernels.coop_warps, coop_reg_tiles).
