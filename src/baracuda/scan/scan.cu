@@ -1341,17 +1341,16 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
   return op.combine(carry, total);
 }
 
-// Full tiles f0..nfull-1 of a lane's run (tile f at px + f * step, scan positions from
+// Full tiles 0..nfull-1 of a lane's run (tile f at px + f * step, scan positions from
 // lq + f * TILE) from `carry`, the loads of the next D tiles in flight while one is scanned:
-// buf holds tiles f0..f0 + D - 1 (those before nfull) on entry. Returns the carry after the
-// last.
+// buf holds tiles 0..D - 1 (those before nfull) on entry. Returns the carry after the last.
 template <typename T, typename A, class Op, int K, bool kRev, int D>
 __device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[D],
-                                                     const T* px, i64 step, i64 lq, i64 f0,
-                                                     i64 nfull, i64 n, typename Op::S carry,
-                                                     T* dst, bool reduce) {
+                                                     const T* px, i64 step, i64 lq, i64 nfull,
+                                                     i64 n, typename Op::S carry, T* dst,
+                                                     bool reduce) {
   constexpr int TILE = 32 * K;
-  for (i64 f = f0; f < nfull; f += D) {
+  for (i64 f = 0; f < nfull; f += D) {
 #pragma unroll
     for (int d = 0; d < D; ++d) {
       const i64 ff = f + d;  // warp-uniform
@@ -1397,7 +1396,7 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
 #pragma unroll
     for (int d = 0; d < kPipeDepth; ++d)
       if (d < nfull) load32(buf[d], px + d * step);
-    carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, 0, nfull, n, carry, dst, reduce);
+    carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, nfull, n, carry, dst, reduce);
     if (q0 + nfull * TILE < q1) {  // the partial last tile
       const i64 qt = lq + nfull * TILE;
       const int valid = (int)max((i64)0, min((i64)K, q1 - qt));
@@ -1729,10 +1728,15 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
 // last launch, and a function of both directions fetched more of them. On the H100, f32
 // (2, 2^23) between launches of another kernel: 61.6 us with both, 54.5 us with one
 // (%globaltimer, first block start to last block end; docs/benchmarks.md, round 14).
-template <typename T, typename A, class Op, bool kRev>
+template <typename T, typename A, class Op>
 __device__ void scan_coop(const Params& P) {
-  if (P.reverse != (int)kRev) __trap();  // the host picks the entry by P.reverse
-  scan_coop_dir<T, A, Op, kRev>(P);
+  if (P.reverse) __trap();  // the host picks the entry by P.reverse
+  scan_coop_dir<T, A, Op, false>(P);
+}
+template <typename T, typename A, class Op>
+__device__ void scan_cooprev(const Params& P) {
+  if (!P.reverse) __trap();
+  scan_coop_dir<T, A, Op, true>(P);
 }
 
 template <typename T, typename A, class Op>
@@ -2372,15 +2376,9 @@ __device__ void scan_ring(const Params& P) {
 #define BC_SCAN_PIPE_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4)
 // Cooperative pieces of long lines: one block an SM (8 warps, 16 for 2-byte types), an entry
 // a direction.
-#define BC_SCAN_COOP_ENTRY(name, OP)                                                         \
-  extern "C" __global__ void __launch_bounds__(32 * bc::scan::kCoopWarps<BC_T>, 1)            \
-      BC_ENTRY(scan_##name##_coop)(bc::scan::Params p) {                                     \
-    bc::scan::scan_coop<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, false>(p);                       \
-  }                                                                                          \
-  extern "C" __global__ void __launch_bounds__(32 * bc::scan::kCoopWarps<BC_T>, 1)            \
-      BC_ENTRY(scan_##name##_cooprev)(bc::scan::Params p) {                                  \
-    bc::scan::scan_coop<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, true>(p);                        \
-  }
+#define BC_SCAN_COOP_ENTRY(name, OP)                                                      \
+  BC_SCAN_BLOCK_ENTRY(name, OP, coop, scan_coop, 32 * bc::scan::kCoopWarps<BC_T>, 1)      \
+  BC_SCAN_BLOCK_ENTRY(name, OP, cooprev, scan_cooprev, 32 * bc::scan::kCoopWarps<BC_T>, 1)
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::pdl_wait();                                                                          \
