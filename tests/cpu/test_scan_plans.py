@@ -122,7 +122,7 @@ class _FakeModule:
 
 @pytest.mark.parametrize("resident", [1, 2])
 def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> None:
-    """coop_split: whole 1 KiB tiles, at least 2 pieces a line of a tile a warp, no more
+    """coop_split: whole 512-byte rows, at least 2 pieces a line of a row a warp, no more
     blocks than resident (at most 2 an SM), the workspace holds every piece's total, and
     None where the input would not fit in shared memory and L2 or the device lacks
     cooperative launches."""
@@ -133,9 +133,9 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
     monkeypatch.setattr(K, "device_info", lambda device_id: info)
     mod = _FakeModule(resident)
     for itemsize in (2, 4, 8):
-        tile = 1024 // itemsize
+        tile = 512 // itemsize
         warps = 16 if itemsize == 2 else 8
-        held = 229376 + K.coop_reg_tiles(itemsize) * warps * 1024  # a block's
+        held = 229376 + K.coop_reg_rows(itemsize) * warps * 512  # a block's
         cap = 132 * min(resident, 2) * held + info.l2_bytes
         for rows, n in [(1, 2**20), (2, 2**23 // itemsize * 2), (3, 100_008), (65, 40_000),
                         (2, 20_000), (66, 2**16), (132, 2**16), (1, 3 * tile),
@@ -151,7 +151,7 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
             if sp is None:
                 assert min(132 * resident // rows, n // (warps * tile)) < 2, (rows, n)
                 continue
-            assert sp.warps == warps and sp.keep == 229376 // (warps * 1024)
+            assert sp.warps == warps and sp.keep == 229376 // (warps * 512)
             assert sp.smem == 229376
             assert sp.chunk_len % tile == 0 and sp.nchunks >= 2
             assert (sp.nchunks - 1) * sp.chunk_len < n <= sp.nchunks * sp.chunk_len
@@ -603,7 +603,7 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     assert (const("kRingChunk"), const("kRingStages")) == (K.RING_CHUNK, K.RING_STAGES)
     assert K.STRIP_SMEM == K.STRIP_CHUNK * K.STRIP_STAGES
     assert K.RING_SMEM == K.RING_CHUNK * K.RING_STAGES
-    w, r = K.coop_warps, K.coop_reg_tiles
+    w, r = K.coop_warps, K.coop_reg_rows
     assert f"constexpr int kCoopWarps = sizeof(T) == 2 ? {w(2)} : {w(4)};" in text
     assert w(4) == w(8)
-    assert f"kCoopRegTiles = sizeof(T) == 2 ? {r(2)} : sizeof(T) == 4 ? {r(4)} : {r(8)};" in text
+    assert f"kCoopRegRows = sizeof(T) == 2 ? {r(2)} : sizeof(T) == 4 ? {r(4)} : {r(8)};" in text

@@ -304,10 +304,11 @@ def _ring_grid(rows: int, sm_count: int, per_sm: int) -> int:
 # where the device takes cooperative launches, pipe1's launch condition holds and the input
 # fits in what the blocks keep and the L2 cache (more would be read twice from memory). On
 # the H100, cumsum over (2, 2^23) took 70.3-70.8 vs 84.6-85.5 us in f32 and 35.8-36.4 vs
-# 54.2-54.9 us in bf16 (three passes) in round 7; the registers of round 13 and the entry a
-# direction of round 14 took it further (docs/benchmarks.md). Read at each launch.
+# 54.2-54.9 us in bf16 (three passes) in round 7; the registers of round 13, the entry a
+# direction of round 14 and the rows of round 15 took it further (docs/benchmarks.md). Read
+# at each launch.
 COOP_ROWS = True
-COOP_TILE_BYTES = 1024  # a warp's tile: two rows of 32 lanes x 16 bytes
+COOP_ROW_BYTES = 512  # a warp's row: 32 lanes x 16 bytes
 
 
 def coop_warps(itemsize: int) -> int:
@@ -315,15 +316,15 @@ def coop_warps(itemsize: int) -> int:
     return 16 if itemsize == 2 else 8
 
 
-def coop_reg_tiles(itemsize: int) -> int:
-    """Tiles a warp keeps in registers (scan.cu's kCoopRegTiles)."""
-    return {2: 4, 4: 16}.get(itemsize, 8)
+def coop_reg_rows(itemsize: int) -> int:
+    """Rows a warp keeps in registers (scan.cu's kCoopRegRows)."""
+    return {2: 8, 4: 32}.get(itemsize, 16)
 
 
 @dataclass(frozen=True, slots=True)
 class CoopSplit:
     """A cooperative launch's pieces: ``nchunks`` pieces of ``chunk_len`` positions a line,
-    blocks of ``warps`` warps, ``keep`` tiles a warp kept in shared memory."""
+    blocks of ``warps`` warps, ``keep`` rows (512 bytes) a warp kept in shared memory."""
 
     nchunks: int
     chunk_len: int
@@ -332,8 +333,8 @@ class CoopSplit:
 
     @property
     def smem(self) -> int:
-        """Dynamic shared memory of the launch: the kept tiles of every warp."""
-        return self.keep * self.warps * COOP_TILE_BYTES
+        """Dynamic shared memory of the launch: the kept rows of every warp."""
+        return self.keep * self.warps * COOP_ROW_BYTES
 
 
 def _smem_room(module: LoadedModule, kernel: str) -> int:
@@ -350,7 +351,7 @@ def coop_kernel(op: str, reverse: bool) -> str:
 def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
                reverse: bool = False) -> CoopSplit | None:  # fmt: skip
     """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``): as many
-    as one block an SM allows (at most 2 an SM), none but the last shorter than a tile a
+    as one block an SM allows (at most 2 an SM), none but the last shorter than a row a
     warp. None where it does not apply: no cooperative launches, fewer than 2 pieces a line,
     or an input larger than what the blocks keep (registers and shared memory) and the L2
     cache together."""
@@ -358,18 +359,18 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
         return None
     kernel = coop_kernel(op, reverse)
     warps = coop_warps(itemsize)
-    keep = max(0, _smem_room(module, kernel)) // (warps * COOP_TILE_BYTES)
-    smem = keep * warps * COOP_TILE_BYTES
+    keep = max(0, _smem_room(module, kernel)) // (warps * COOP_ROW_BYTES)
+    smem = keep * warps * COOP_ROW_BYTES
     # resident_blocks allows the entry that much shared memory first (module.function)
     blocks = min(2, module.resident_blocks(kernel, 32 * warps, smem)) * module.sm_count
-    held = smem + coop_reg_tiles(itemsize) * warps * COOP_TILE_BYTES  # a block's
+    held = smem + coop_reg_rows(itemsize) * warps * COOP_ROW_BYTES  # a block's
     if rows * n * itemsize > blocks * held + device_info(module.device_id).l2_bytes:
         return None
-    tile = COOP_TILE_BYTES // itemsize
-    pieces = min(blocks // rows, n // (warps * tile))
+    row = COOP_ROW_BYTES // itemsize
+    pieces = min(blocks // rows, n // (warps * row))
     if pieces < 2:
         return None
-    chunk_len = _round_up(_cdiv(n, pieces), tile)
+    chunk_len = _round_up(_cdiv(n, pieces), row)
     return CoopSplit(_cdiv(n, chunk_len), chunk_len, keep, warps)
 
 

@@ -1244,8 +1244,8 @@ struct Raw32 {
   int4 w[2];
 };
 
-// The tile of pipe1 and the cooperative kernel: a lane's K elements are one Raw32 (L a
-// vector), a warp's tile TILE = 32 * K elements (1 KiB; the host's COOP_TILE_BYTES).
+// The tile of pipe1 (and of the cooperative kernel's partial last row): a lane's K elements
+// are one Raw32 (L a vector), a warp's tile TILE = 32 * K elements (1 KiB).
 template <typename T>
 struct PipeTile {
   static constexpr int L = 16 / sizeof(T), K = 2 * L, TILE = 32 * K;
@@ -1416,39 +1416,36 @@ __device__ void scan_pipe(const Params& P) {
 // ----------------------------------------- cooperative pieces of long lines (coop)
 // Few long lines of pipe1's ops, under pipe1's launch condition: a cooperative launch of one
 // block of kCoopWarps<T> warps per SM, block `item` = line * nchunks + piece scanning positions
-// [piece * chunk_len, +chunk_len) of its line, each warp a run of whole tiles (1 KiB: two
-// rows of 32 16-byte vectors, a lane one vector of each) of the piece. Phase 1 reads the
-// piece once. Each warp keeps its first kCoopRegTiles<T> tiles in registers and its next
-// P.groups tiles in shared memory (copied by cp.async), both loaded evict-first in L2, and
-// reads the rest ("past": past what the SM holds) with the default policy; every tile is
-// folded into one of the lane's three totals. The block's total goes to P.agg[item], the
+// [piece * chunk_len, +chunk_len) of its line, each warp a run of whole rows (512 bytes of
+// the line: 32 lanes x one 16-byte vector, so that every load and store instruction of a
+// warp covers 512 contiguous bytes) of the piece. Phase 1 reads the piece once. Each warp
+// keeps its first kCoopRegRows<T> rows in registers and its next P.groups rows in shared
+// memory (copied by cp.async), both loaded evict-first in L2, and reads the rest ("past":
+// past what the SM holds) with the default policy, kCoopDepth<T> rows at a time; every row
+// is folded into one of the lane's three totals. The block's total goes to P.agg[item], the
 // grid synchronises (bc::grid_arrive / grid_wait), and each block takes its carry from the
 // totals of its line's pieces before it, combined in order (deterministic). Phase 2 scans
-// and stores: first the tiles past, read again from L2 (the first kCoopDepth<T> of them
-// loaded before the barrier), then the tiles in registers, then those in shared memory.
-// Where the pieces fit in registers and shared memory, every element is read from memory
-// once. A warp's tiles past start from its carry combined with the folds of its kept tiles,
-// which takes the ops to be commutative (sum, prod, lse are). The line's partial last tile
-// is read and scanned as pipe1 does (a lane's K consecutive positions).
+// and stores (streaming): first the rows past, read again from L2 (double-buffered: the
+// next kCoopDepth<T> rows load while the current ones are scanned; the first are loaded
+// while warp 0 waits at the grid barrier), then the rows in registers, then those in shared
+// memory. Where the pieces fit in registers and shared memory, every element is read from
+// memory once. A warp's rows past start from its carry combined with the folds of its kept
+// rows, which takes the ops to be commutative (sum, prod, lse are). The line's partial last
+// row is read and scanned as pipe1 does (a lane's K consecutive positions).
 //
-// On the H100, cumsum over (2, 2^23) f32: 61.5 us (bench), against 68.9 us with the round 7
-// kernel (32 warps, nothing in registers: the re-reads missed L2, ncu counted 91 MB read from
-// memory for 67 MB of input; now 67.7 MB); bf16 31.1 against 36.2 us. A standalone version
-// of this design (sum only) took 52.8-55.8 us with 8 warps and 16 tiles a warp in registers,
-// and bf16 29.6 us with 16 warps and 4. A %globaltimer trace puts the gap after the grid
-// barrier (scan and store: 27 vs 20 us with both directions in one entry, launched in turn
-// with the prototype; run alone, with an entry a direction, 2 us) and in the drain of the
-// last stores (5.7 vs 2.1 us from the last block's end to the next kernel's start). The
-// phase after the barrier is bound by latency (8 warps an SM, dependent shuffle scans)
-// (docs/benchmarks.md, rounds 13 and 14). The host mirrors these sizes
-// (baracuda.scan._kernels.coop_warps, coop_reg_tiles).
+// On the H100, cumsum over (2, 2^23) f32 (time_us): a standalone version of this design (sum
+// only, contiguous lines) took 55.0 us; round 14's kernel of two-row tiles, whose rows read
+// again were refilled one at a time (4 KiB in flight a warp instead of up to 8), 62.5 us; the
+// standalone code built into the package 57.7 us; this kernel, written on it, 58.7 us (bf16
+// 32.0 us, against 31.8 and 30.6) (docs/benchmarks.md, round 15).
+// The host mirrors these sizes (baracuda.scan._kernels.coop_warps, coop_reg_rows).
 template <typename T>
 constexpr int kCoopWarps = sizeof(T) == 2 ? 16 : 8;
 template <typename T>
-constexpr int kCoopRegTiles = sizeof(T) == 2 ? 4 : sizeof(T) == 4 ? 16 : 8;
-// Tiles past shared memory in flight per warp in phase 2 (re-read from L2).
+constexpr int kCoopRegRows = sizeof(T) == 2 ? 8 : sizeof(T) == 4 ? 32 : 16;
+// Rows past shared memory a warp loads at a time (phase 1), and double-buffered (phase 2).
 template <typename T>
-constexpr int kCoopDepth = sizeof(T) == 2 ? 1 : 4;
+constexpr int kCoopDepth = sizeof(T) == 2 ? 2 : 8;
 
 // The L2 eviction policy evict-first (createpolicy, sm_80+), for loads of lines read once.
 // (Evict-last on the tiles read again outlives the kernel: its lines crowd L2 for the
@@ -1468,23 +1465,33 @@ __device__ __forceinline__ void cp_async16_policy(void* smem, const void* gmem,
                : "memory");
 }
 
-// The fold of a lane's K elements of a tile into `acc` (pairwise).
-template <typename T, typename A, class Op, int K>
-__device__ __forceinline__ typename Op::S fold_tile(const Op& op, const Raw32& r,
-                                                    typename Op::S acc) {
+// The fold of a lane's 16-byte vector (16 / sizeof(T) elements) into `acc` (pairwise).
+template <typename T, typename A, class Op>
+__device__ __forceinline__ typename Op::S fold_vec(const Op& op, const int4& raw,
+                                                   typename Op::S acc) {
   typedef typename Op::S S;
-  S s[K];
+  constexpr int L = 16 / (int)sizeof(T);
+  T e[L];
+  memcpy(e, &raw, 16);
+  S s[L];
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const A v = to_acc(raw_get<T, K, false>(r, k));
+  for (int k = 0; k < L; ++k) {
+    const A v = to_acc(e[k]);
     s[k] = op.make(&v, 0, 0);
   }
 #pragma unroll
-  for (int d = 1; d < K; d <<= 1)
+  for (int d = 1; d < L; d <<= 1)
 #pragma unroll
-    for (int k = 0; k + d < K; k += 2 * d) s[k] = op.combine(s[k], s[k + d]);
+    for (int k = 0; k + d < L; k += 2 * d) s[k] = op.combine(s[k], s[k + d]);
   return op.combine(acc, s[0]);
 }
+
+// Ops whose exclusive prefix a lane may take as its inclusive one less its own total (sum):
+// one shuffle fewer in warp_vec_scan, rounded once more (within the sum's error bound).
+template <class Op>
+constexpr bool kSubtractOp = false;
+template <typename A>
+constexpr bool kSubtractOp<SumOp<A>> = true;
 
 // A warp's 32 16-byte vectors in scan order, one a lane (kRev: each vector's elements
 // mirrored), scanned from `carry` (the ring and coop kernels): st[i] becomes the state after
@@ -1509,55 +1516,49 @@ __device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
     const S o = shfl_up(incl, d);
     if (lane >= d) incl = op.combine(o, incl);
   }
-  const S before = shfl_up(incl, 1);
-  const S excl = lane ? op.combine(carry, before) : carry;
+  S excl;
+  if constexpr (kSubtractOp<Op>) {
+    excl = op.combine(carry, incl - st[L - 1]);  // one shuffle fewer
+  } else {
+    const S before = shfl_up(incl, 1);
+    excl = lane ? op.combine(carry, before) : carry;
+  }
 #pragma unroll
   for (int i = 0; i < L; ++i) st[i] = op.combine(excl, st[i]);
   carry = op.combine(carry, shfl_idx(incl, 31));
 }
 
-// A coop tile's two rows of 32 vectors: lane `lane` holds vector u of row u (u = 0, 1) in
-// r.w[u], read from p + u * hstep, where each row is 512 contiguous bytes of the line (a
-// warp's load or store instruction covers one row). Reverse scans mirror the rows, the
-// vectors and the elements.
-__device__ __forceinline__ void load_rows(Raw32& r, const void* p, i64 hstep_bytes,
-                                          unsigned long long pol) {
-  const char* c = static_cast<const char*>(p);
-#pragma unroll
-  for (int u = 0; u < 2; ++u)
-    asm volatile("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(r.w[u].x), "=r"(r.w[u].y), "=r"(r.w[u].z), "=r"(r.w[u].w)
-                 : "l"(c + u * hstep_bytes), "l"(pol));
+// A lane's 16-byte vector of a coop row, loaded under an L2 policy, or read-only.
+__device__ __forceinline__ int4 load_vec(const void* p, unsigned long long pol) {
+  int4 r;
+  asm volatile("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p), "l"(pol));
+  return r;
 }
-__device__ __forceinline__ void load_rows(Raw32& r, const void* p, i64 hstep_bytes) {
-  const char* c = static_cast<const char*>(p);
-#pragma unroll
-  for (int u = 0; u < 2; ++u) r.w[u] = __ldg(reinterpret_cast<const int4*>(c + u * hstep_bytes));
+__device__ __forceinline__ int4 load_vec(const void* p) {
+  return __ldg(static_cast<const int4*>(p));
 }
 
-// Scans a coop tile's rows (this lane: r.w[u] at dst + u * hstep) from `carry`, stores
-// them, and returns the carry after the tile.
+// Scans a coop row (this lane: the vector `raw`, at dst) from `carry`, stores it, and
+// returns the carry after the row.
 template <typename T, typename A, class Op, bool kRev>
-__device__ __forceinline__ typename Op::S scan_rows(const Op& op, const Raw32& r,
-                                                    typename Op::S carry, T* dst, i64 hstep,
-                                                    int lane) {
+__device__ __forceinline__ typename Op::S scan_row(const Op& op, const int4& raw,
+                                                   typename Op::S carry, T* dst, int lane) {
   typedef typename Op::S S;
   constexpr int L = 16 / (int)sizeof(T);
+  S st[L];
+  warp_vec_scan<T, A, Op, kRev>(op, raw, st, carry, lane);
+  T o[L];
 #pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    S st[L];
-    warp_vec_scan<T, A, Op, kRev>(op, r.w[u], st, carry, lane);
-    T o[L];
-#pragma unroll
-    for (int i = 0; i < L; ++i)  // coop's ops output their state (sum, prod, lse)
-      o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(st[i], st[i], nullptr, A(1), 0));
-    int4 word;
-    memcpy(&word, o, 16);
-    // streaming (evict-first in L2): the output is not read again here, and the tiles past
-    // what the SMs keep are still to be read again from L2 (f32 (2, 2^23) on the H100:
-    // 60.3 vs 63.0 us)
-    __stcs(reinterpret_cast<int4*>(dst + u * hstep), word);
-  }
+  for (int i = 0; i < L; ++i)  // coop's ops output their state (sum, prod, lse)
+    o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(st[i], st[i], nullptr, A(1), 0));
+  int4 word;
+  memcpy(&word, o, 16);
+  // streaming (evict-first in L2): the output is not read again here, and the rows past
+  // what the SMs keep are still to be read again from L2 (f32 (2, 2^23) on the H100:
+  // 60.3 vs 63.0 us in round 14)
+  __stcs(reinterpret_cast<int4*>(dst), word);
   return carry;
 }
 
@@ -1565,10 +1566,10 @@ template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   typedef typename Op::S S;
   static_assert(kOneInputOp<Op>, "coop takes one-input ops without neighbour or aux operands");
-  constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
-  constexpr int W = kCoopWarps<T>, R = kCoopRegTiles<T>, D = kCoopDepth<T>;
+  constexpr int L = 16 / (int)sizeof(T), K = PipeTile<T>::K, ROW = 32 * L;
+  constexpr int W = kCoopWarps<T>, R = kCoopRegRows<T>, D = kCoopDepth<T>;
   static_assert(W <= 32, "one warp combines the warps' totals");
-  extern __shared__ int4 coop_keep[];  // P.groups tiles a warp: [warp][tile][row][lane]
+  extern __shared__ int4 coop_keep[];  // P.groups rows a warp: [warp][row][lane]
   __shared__ S warp_sum[W];
   __shared__ S warp_carry[W];
   const Op op{P.mode};
@@ -1581,73 +1582,62 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   const i64 q0 = piece * P.chunk_len;
   const i64 q1 = min(n, q0 + P.chunk_len);
   // The host's launch condition; anything else would misalign the vectors.
-  if (!P.vec || P.chunk_len % TILE != 0 || ((kRev ? n - q0 : q0) & (L - 1)) != 0 ||
+  if (!P.vec || P.chunk_len % ROW != 0 || ((kRev ? n - q0 : q0) & (L - 1)) != 0 ||
       blockDim.x != 32 * W)
     __trap();
-  const i64 tiles = (q1 - q0 + TILE - 1) / TILE;  // the last may be partial
-  const i64 s0 = q0 + tiles * w / W * TILE;
-  const i64 s1 = min(q1, q0 + tiles * (w + 1) / W * TILE);
-  const i64 nfull = s1 > s0 ? (s1 - s0) / TILE : 0;
+  const i64 rows = (q1 - q0 + ROW - 1) / ROW;  // the last may be partial
+  const i64 s0 = q0 + rows * w / W * ROW;
+  const i64 s1 = min(q1, q0 + rows * (w + 1) / W * ROW);
+  const i64 nfull = s1 > s0 ? (s1 - s0) / ROW : 0;
   const int nreg = (int)min((i64)R, nfull);
   const int nkeep = (int)min((i64)P.groups, nfull - nreg);
-  const i64 f_past = nreg + nkeep;  // the first tile past what the SM holds
+  const i64 f_past = nreg + nkeep;  // the first row past what the SM holds
   Coord c;
   unravel(line, P.outer, c);
   const T* src = in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank);
   T* dst = static_cast<T*>(P.op[OUT].ptr) + dot(c, P.op[OUT].outer, P.outer.rank);
-  // Full tiles: this lane's vector of row 0 of the warp's tile f is at element offset
-  // v0 + f * step of the line, that of row 1 hstep further.
-  const i64 step = kRev ? -(i64)TILE : (i64)TILE;
-  const i64 hstep = kRev ? -(i64)(TILE / 2) : (i64)(TILE / 2);
+  // Full rows: this lane's vector of the warp's row f is at element offset v0 + f * step.
+  const i64 step = kRev ? -(i64)ROW : (i64)ROW;
   const i64 v0 = kRev ? n - s0 - (i64)(lane + 1) * L : s0 + (i64)lane * L;
   const T* pv = src + v0;
-  const i64 hb = hstep * (i64)sizeof(T);
-  int4* keep = coop_keep + (i64)w * P.groups * 64 + lane;
+  T* dv = dst + v0;
+  int4* keep = coop_keep + (i64)w * P.groups * 32 + lane;
 
-  // Phase 1: every load of the kept tiles in flight at once, then the tiles past; each tile
+  // Phase 1: every load of the kept rows in flight at once, then the rows past; each row
   // folded into the lane's total of its part.
   const unsigned long long first = l2_evict_first();
-  Raw32 reg[R];
+  int4 reg[R];
 #pragma unroll
   for (int f = 0; f < R; ++f)
-    if (f < nreg) load_rows(reg[f], pv + f * step, hb, first);
+    if (f < nreg) reg[f] = load_vec(pv + f * step, first);
 #pragma unroll 1
-  for (int f = 0; f < nkeep; ++f) {
-    const T* g = pv + (nreg + f) * step;
-    cp_async16_policy(keep + (2 * f) * 32, g, first);
-    cp_async16_policy(keep + (2 * f + 1) * 32, g + hstep, first);
-  }
+  for (int f = 0; f < nkeep; ++f) cp_async16_policy(keep + f * 32, pv + (nreg + f) * step, first);
   cp_async_commit();
   S in_reg = op.identity(), kept = op.identity(), past = op.identity();
 #pragma unroll
   for (int f = 0; f < R; ++f)
-    if (f < nreg) in_reg = fold_tile<T, A, Op, K>(op, reg[f], in_reg);
+    if (f < nreg) in_reg = fold_vec<T, A, Op>(op, reg[f], in_reg);
 #pragma unroll 1
   for (i64 f = f_past; f < nfull; f += D) {
-    Raw32 v[D];
+    int4 v[D];
 #pragma unroll
     for (int d = 0; d < D; ++d)
-      if (f + d < nfull) load_rows(v[d], pv + (f + d) * step, hb);
+      if (f + d < nfull) v[d] = load_vec(pv + (f + d) * step);
 #pragma unroll
     for (int d = 0; d < D; ++d)
-      if (f + d < nfull) past = fold_tile<T, A, Op, K>(op, v[d], past);
+      if (f + d < nfull) past = fold_vec<T, A, Op>(op, v[d], past);
   }
   cp_async_wait_all();  // this thread's own copies: visible to it without a barrier
 #pragma unroll 4
-  for (int f = 0; f < nkeep; ++f) {
-    Raw32 a;
-    a.w[0] = keep[(2 * f) * 32];
-    a.w[1] = keep[(2 * f + 1) * 32];
-    kept = fold_tile<T, A, Op, K>(op, a, kept);
-  }
+  for (int f = 0; f < nkeep; ++f) kept = fold_vec<T, A, Op>(op, keep[f * 32], kept);
   S excl, reg_sum, kept_sum, past_sum;
   group_scan<1>(op, in_reg, excl, reg_sum, static_cast<S*>(nullptr));
   group_scan<1>(op, kept, excl, kept_sum, static_cast<S*>(nullptr));
   group_scan<1>(op, past, excl, past_sum, static_cast<S*>(nullptr));
-  // The line's partial last tile (warp-uniform) as pipe1 takes it: this lane's K
+  // The line's partial last row (warp-uniform) as pipe1 takes it: this lane's K
   // consecutive positions from qp.
-  const bool partial = s0 + nfull * TILE < s1;
-  const i64 qp = s0 + (i64)lane * K + nfull * TILE;
+  const bool partial = s0 + nfull * ROW < s1;
+  const i64 qp = s0 + (i64)lane * K + nfull * ROW;
   const int valid = (int)max((i64)0, min((i64)K, s1 - qp));
   const T* pp = src + (kRev ? n - qp - K : qp);
   if (partial) {
@@ -1655,11 +1645,6 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
     past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, true);
   }
-  // The first tiles read again are loaded before the barrier: they need no carry.
-  Raw32 buf[D];
-#pragma unroll
-  for (int d = 0; d < D; ++d)
-    if (f_past + d < nfull) load_rows(buf[d], pv + (f_past + d) * step, hb);
   if (lane == 0) warp_sum[w] = op.combine(op.combine(reg_sum, kept_sum), past_sum);
   __syncthreads();
   if (w == 0) {
@@ -1683,23 +1668,28 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     group_scan<1>(op, part, pex, carry, static_cast<S*>(nullptr));
     if (lane < W) warp_carry[lane] = op.combine(carry, wex);
   }
+  // The first rows read again need no carry: the other warps load them while warp 0 waits
+  // at the grid barrier (and warp 0 after it: loads in flight would hold up its release).
+  int4 buf[D];
+#pragma unroll
+  for (int d = 0; d < D; ++d)
+    if (f_past + d < nfull) buf[d] = load_vec(pv + (f_past + d) * step);
   __syncthreads();
   const S carry0 = warp_carry[w];
 
-  // Phase 2: the tiles past (pipelined as in pipe1), then those in registers, then those in
-  // shared memory.
-  T* dv = dst + v0;
+  // Phase 2: the rows past, then those in registers, then those in shared memory.
   S carry = op.combine(op.combine(carry0, reg_sum), kept_sum);
 #pragma unroll 1
   for (i64 f = f_past; f < nfull; f += D) {
+    int4 nxt[D];
 #pragma unroll
-    for (int d = 0; d < D; ++d) {
-      const i64 ff = f + d;  // warp-uniform
-      if (ff >= nfull) break;
-      const Raw32 cur = buf[d];
-      if (ff + D < nfull) load_rows(buf[d], pv + (ff + D) * step, hb);
-      carry = scan_rows<T, A, Op, kRev>(op, cur, carry, dv + ff * step, hstep, lane);
-    }
+    for (int d = 0; d < D; ++d)
+      if (f + D + d < nfull) nxt[d] = load_vec(pv + (f + D + d) * step);
+#pragma unroll
+    for (int d = 0; d < D; ++d)
+      if (f + d < nfull) carry = scan_row<T, A, Op, kRev>(op, buf[d], carry, dv + (f + d) * step, lane);
+#pragma unroll
+    for (int d = 0; d < D; ++d) buf[d] = nxt[d];  // those past nfull are not read
   }
   if (partial) {
     Raw32 cur;
@@ -1709,17 +1699,14 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   carry = carry0;
 #pragma unroll
   for (int f = 0; f < R; ++f)
-    if (f < nreg) carry = scan_rows<T, A, Op, kRev>(op, reg[f], carry, dv + f * step, hstep, lane);
+    if (f < nreg) carry = scan_row<T, A, Op, kRev>(op, reg[f], carry, dv + f * step, lane);
   carry = op.combine(carry0, reg_sum);
-  // Unrolled: with 8 warps an SM, the tiles' shuffle scans must overlap (only the carry
-  // links them); one at a time took the f32 (2, 2^23) case from 49.6 to 56.5-58.6 us (ncu).
+  // Unrolled: with 8 warps an SM, the rows' shuffle scans must overlap (only the carry
+  // links them); one at a time took the f32 (2, 2^23) case from 49.6 to 56.5-58.6 us (ncu,
+  // round 13).
 #pragma unroll 4
-  for (int f = 0; f < nkeep; ++f) {
-    Raw32 cur;
-    cur.w[0] = keep[(2 * f) * 32];
-    cur.w[1] = keep[(2 * f + 1) * 32];
-    carry = scan_rows<T, A, Op, kRev>(op, cur, carry, dv + (nreg + f) * step, hstep, lane);
-  }
+  for (int f = 0; f < nkeep; ++f)
+    carry = scan_row<T, A, Op, kRev>(op, keep[f * 32], carry, dv + (nreg + f) * step, lane);
 }
 
 // One entry a direction (scan_<op>_coop, scan_<op>_cooprev), not one with both behind
