@@ -504,35 +504,6 @@ def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int],
                      what=f"graph replay {seed}")  # fmt: skip
 
 
-def test_functional_workspace_source(monkeypatch: Any) -> None:
-    """The functional API takes a scan's workspace from torch's caching allocator when it
-    launches on torch's current stream, and from the stream-ordered pool on a stream the
-    caller passes (torch's allocator would hand the block to the current stream's next op
-    while the scan still runs on the other); both results equal the float64 reference's."""
-    from baracuda.scan import api as scan_api
-
-    owners: list[str] = []
-    real = scan_api.workspace_for
-
-    def spy(plan: Any, stream: Any, like: Any = None) -> Any:
-        ws = real(plan, stream, like)
-        owners.append(type(ws._owner).__module__.split(".")[0])
-        return ws
-
-    monkeypatch.setattr(scan_api, "workspace_for", spy)
-    x = torch.randn(2, 2**20, device="cuda")  # the cooperative kernel: a workspace
-    ref = R.scan(ScanKind.CUMSUM, _np64(x), 1, False)
-    y1 = bc.cumsum(x, axis=1)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    y2 = bc.cumsum(x, axis=1, stream=s)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    assert owners == ["torch", "cuda"], owners
-    for y, what in ((y1, "current stream"), (y2, "caller's stream")):
-        assert_close(y, ref, ElementKind.F32, scale=scale_of(ScanKind.CUMSUM, 2**20), what=what)
-
-
 @pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:

@@ -59,7 +59,7 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
     plan = cached_plan(ScanPlan, s, desc)
     y = empty_like(x, stream=s)
     idx = empty_like(x, dtype=IndexElementKind.I64, stream=s) if extremum else None
-    plan.run(s, workspace_for(plan, s, x if stream is None else None), ScanArgs(x, y, idx))
+    plan.run(s, workspace_for(plan, s), ScanArgs(x, y, idx))
     return (finish(y), finish(idx)) if extremum else finish(y)
 
 
@@ -154,6 +154,5 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     desc = ScanBackwardDescriptor(k, tuple(dy.shape), axis, element_of(dy), reverse, tb)
     plan = cached_plan(ScanBackwardPlan, s, desc)
     dx = empty_like(dy, stream=s)
-    plan.run(s, workspace_for(plan, s, dy if stream is None else None),
-             ScanBackwardArgs(dy, dx, x, y))
+    plan.run(s, workspace_for(plan, s), ScanBackwardArgs(dy, dx, x, y))
     return finish(dx)

@@ -64,7 +64,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     s = resolve_stream(stream, x)
     out = empty_like(x, stream=s)
     plan = cached_plan(SparsemaxPlan, s, SparsemaxDescriptor(tuple(x.shape), ax, element_of(x)))
-    plan.run(s, workspace_for(plan, s, x if stream is None else None), SparsemaxArgs(x, out))
+    plan.run(s, workspace_for(plan, s), SparsemaxArgs(x, out))
     return finish(out)
 
 
@@ -90,6 +90,5 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     dx = empty_like(dy, stream=s)
     desc = SparsemaxBackwardDescriptor(tuple(dy.shape), ax, element_of(dy))
     plan = cached_plan(SparsemaxBackwardPlan, s, desc)
-    plan.run(s, workspace_for(plan, s, dy if stream is None else None),
-             SparsemaxBackwardArgs(dy, y, dx))
+    plan.run(s, workspace_for(plan, s), SparsemaxBackwardArgs(dy, y, dx))
     return finish(dx)
