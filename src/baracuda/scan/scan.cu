@@ -1436,8 +1436,9 @@ __device__ void scan_pipe(const Params& P) {
 // On the H100, cumsum over (2, 2^23) f32 (time_us): a standalone version of this design (sum
 // only, contiguous lines) took 55.0 us; round 14's kernel of two-row tiles, whose rows read
 // again were refilled one at a time (4 KiB in flight a warp instead of up to 8), 62.5 us; the
-// standalone code built into the package 57.7 us; this kernel, written on it, 58.7 us (bf16
-// 32.0 us, against 31.8 and 30.6) (docs/benchmarks.md, round 15).
+// standalone code built into the package 57.7 us; this kernel, written on it, 58.3-58.7 us
+// (58.2 in the bench; bf16 31.9-32.0 us, against 31.7-31.8 and 30.6) (docs/benchmarks.md,
+// round 15).
 // The host mirrors these sizes (baracuda.scan._kernels.coop_warps, coop_reg_rows).
 template <typename T>
 constexpr int kCoopWarps = sizeof(T) == 2 ? 16 : 8;
@@ -1669,7 +1670,7 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     if (lane < W) warp_carry[lane] = op.combine(carry, wex);
   }
   // The first rows read again need no carry: the other warps load them while warp 0 waits
-  // at the grid barrier (and warp 0 after it: loads in flight would hold up its release).
+  // at the grid barrier, warp 0 after it (as the standalone kernel of round 15 does).
   int4 buf[D];
 #pragma unroll
   for (int d = 0; d < D; ++d)
