@@ -413,12 +413,13 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
 
 
 def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
-    """Inputs of the cooperative kernel (scan_coop) for one op and dtype: 3 lines of 6-24
-    pieces (by dtype) with a partial last tile and warps of 1-2 tiles (in registers), a view
-    whose lines start 8 elements into longer rows, 65 lines of 2 pieces, one line of 2^20 + 8
-    positions, and for cumsum 2 lines of 32 MiB (4- and 8-byte types) or 20 MiB (2-byte
-    types), where every warp keeps its first tiles in registers, the next in shared memory,
-    and reads the rest again (the tile logic is the same for every op). cumprod takes random
+    """Inputs of the cooperative kernel (scan_coop) for one op and dtype: 3 lines of 24-44
+    pieces (by dtype, on an H100) with a partial last row and warps of 1-5 rows of 512
+    bytes (all in registers), a view whose lines start 8 elements into longer rows, 65 lines
+    of 2 pieces, one line of 2^20 + 8 positions, and for cumsum 2 lines of 32 MiB (4- and
+    8-byte types) or 20 MiB (2-byte types), where every warp keeps its first rows in
+    registers, the next in shared memory, and reads the rest again (the row logic is the
+    same for every op). cumprod takes random
     signs (exact products that depend on every carry)."""
     dt = torch_dtype(element)
 
