@@ -15,6 +15,9 @@ from baracuda.scan import (
     ScanPlan,
 )
 from baracuda.scan._kernels import (
+    LINES_GROUPS,
+    LINES_KINDS,
+    LINES_OPS,
     OPS,
     PAIR_OPS,
     PIPE_OPS,
@@ -162,11 +165,145 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
     assert K.coop_split(mod, "max", 2, 2**20, 4) is None  # not a pipelined op
     assert K.coop_kernel("sum", False) == "scan_sum_coop"
     assert K.coop_kernel("lse", True) == "scan_lse_cooprev"
+    assert K.coop_kernel("prod", False, 2) == "scan_prod_coop2"
+    assert K.coop_kernel("sum", True, 4) == "scan_sum_coop4rev"
+    # interleaved lines: a position is `lines` elements, pieces are whole rows of positions
+    for itemsize, lines in ((4, 2), (4, 4), (2, 2), (2, 4), (8, 2)):
+        row = 512 // (itemsize * lines)
+        for n in (2**20, 64 * row, 100 * row):
+            sp = K.coop_split(mod, "sum", 1, n, itemsize, False, lines)  # type: ignore[arg-type]
+            if sp is None:
+                assert n // (K.coop_warps(itemsize) * row) < 2
+                continue
+            assert sp.chunk_len % row == 0 and sp.nchunks >= 2
+            assert (sp.nchunks - 1) * sp.chunk_len < n <= sp.nchunks * sp.chunk_len
+            assert sp.nchunks <= 132 * min(resident, 2)
     mod.cooperative = False
     assert K.coop_split(mod, "sum", 2, 2**20, 4) is None
     mod.cooperative = True
     monkeypatch.setattr(K, "COOP_ROWS", False)
     assert K.coop_split(mod, "sum", 2, 2**20, 4) is None
+
+
+def test_interleaved_lines_on_the_cooperative_kernel() -> None:
+    """coop_lines: 2 or 4 adjacent lines of x and y whose positions interleave (axis stride
+    = line count, line stride 1), a position's bytes dividing 16, the run whole 512-byte
+    rows and 16-byte aligned; 0 (not taken) otherwise."""
+    from baracuda.scan import _kernels as K
+
+    def lines(shape: tuple[int, ...], axis: int, itemsize: int = 4,
+              strides: tuple[int, ...] | None = None, ptr: int = 256,
+              out_strides: tuple[int, ...] | None = None, extra: bool = False) -> int:  # fmt: skip
+        st = strides or tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        ops: list[Slot | None] = [None] * 5
+        ops[K.IN0], ops[K.OUT] = Slot(ptr, st), Slot(512, out_strides or st)
+        if extra:
+            ops[K.AUX] = Slot(1024, st)
+        return K.coop_lines(shape, axis, ops, itemsize)
+
+    assert lines((2**20, 2), 0) == 2 and lines((2**19, 4), 0) == 4
+    assert lines((2**20, 2), 0, itemsize=2) == 2 and lines((2**20, 4), 0, itemsize=2) == 4
+    assert lines((2**20, 2), 0, itemsize=8) == 2
+    assert lines((1, 2**20, 2), 1) == 2  # dims of extent 1 do not count
+    assert lines((2**20, 1, 4), 0) == 4
+    assert lines((2**20, 4), 0, itemsize=8) == 0  # 32 bytes a position
+    assert lines((2**20, 3), 0) == 0 and lines((2**20, 8), 0) == 0
+    assert lines((2**20 + 8, 2), 0) == 0  # the run is not whole 512-byte rows
+    assert lines((2**20 + 64, 2), 0) == 2  # 2^23 + 512 bytes
+    assert lines((2**20, 2), 0, ptr=264) == 0  # misaligned
+    assert lines((2**20, 2), 0, strides=(4, 1)) == 0  # the lines of a wider tensor
+    assert lines((2**20, 2), 0, strides=(2, -1)) == 0
+    assert lines((2**20, 2), 0, out_strides=(1, 2**20)) == 0  # the output transposed
+    assert lines((2, 2**20), 1) == 0  # a contiguous axis
+    assert lines((3, 2**20, 2), 1) == 0  # several groups
+    assert lines((2**20, 2), 0, extra=True) == 0  # x and y only
+    assert lines((0, 2), 0) == 0
+    K_switch = K.COOP_LINES
+    try:
+        K.COOP_LINES = False
+        assert lines((2**20, 2), 0) == 0
+    finally:
+        K.COOP_LINES = K_switch
+
+
+def test_interleaved_lines_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """launch_scan sends (2^20, 2) along dim 0 to scan_<op>_coop2 (cooprev for reverse): one
+    line of 2^20 positions (outer shape (1,)), 16-byte vectors, pieces of whole 512-byte rows
+    (64 positions in f32), the pieces' totals in the workspace; without cooperative launches
+    it stays on staged look-back tiles."""
+    from baracuda._cuda.device import DeviceInfo
+    from baracuda.scan import _kernels as K
+
+    info = DeviceInfo(0, "H100", "sm_90", 132, 232448, 50 * 2**20, True)
+    monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    mod = _FakeModule(1)
+    mod.arch = "sm_90"  # type: ignore[attr-defined]
+    mod.function = lambda name, smem=0: name  # type: ignore[attr-defined]
+    calls: list[tuple[str, tuple[int, int, int], object, bool]] = []
+
+    def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
+            args: list[object], name: str = "", *, dependent: bool = False,
+            cooperative: bool = False) -> None:  # fmt: skip
+        calls.append((fn, grid, args[0], cooperative))
+
+    monkeypatch.setattr(K, "launch", spy)
+    monkeypatch.setattr(K, "memset_zero", lambda *a: None)
+    ws = 1 << 20
+    for reverse, lanes, itemsize in ((False, 2, 4), (True, 2, 4), (False, 4, 2), (True, 4, 8)):
+        calls.clear()
+        n = 2**20
+        x, y = Slot(1 << 30, (lanes, 1)), Slot(1 << 31, (lanes, 1))
+        variant = K.launch_scan(mod, "sum", None, (n, lanes), 0, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                                operands=[x, None, None, y, None], vec_slots=(0, 3),
+                                itemsize=itemsize, layout="cols", sm_count=132,
+                                states_ptr=ws, lines=mod)  # type: ignore[arg-type]  # fmt: skip
+        if lanes * itemsize > 16:
+            assert not variant.startswith("coop"), variant
+            continue
+        (fn, grid, params, coop), = calls
+        assert coop and fn == K.coop_kernel("sum", reverse, lanes)
+        assert variant == f"coop{lanes}x{grid[0]}"
+        p = params
+        assert (p.rows, p.n, p.vec, p.reverse, p.agg) == (1, n, 1, int(reverse), ws)  # type: ignore[attr-defined]
+        assert p.outer.rank == 1 and p.outer.v[0] == 1  # type: ignore[attr-defined]
+        assert (p.op[K.IN0].ptr, p.op[K.OUT].ptr) == (1 << 30, 1 << 31)  # type: ignore[attr-defined]
+        row = 512 // (itemsize * lanes)
+        assert p.chunk_len % row == 0 and p.nchunks == grid[0] >= 2  # type: ignore[attr-defined]
+        assert (p.nchunks - 1) * p.chunk_len < n <= p.nchunks * p.chunk_len  # type: ignore[attr-defined]
+    x, y = Slot(1 << 30, (2, 1)), Slot(1 << 31, (2, 1))
+    for op, lines, cooperative in (("sum", None, True), ("lse", mod, True), ("sum", mod, False)):
+        mod.cooperative = cooperative  # type: ignore[misc]
+        variant = K.launch_scan(mod, op, None, (2**20, 2), 0, reverse=False, mode=0,  # type: ignore[arg-type]
+                                operands=[x, None, None, y, None], vec_slots=(0, 3),
+                                itemsize=4, layout="cols", sm_count=132, states_ptr=ws,
+                                lines=lines)  # type: ignore[arg-type]  # fmt: skip
+        assert variant.startswith("lbstage"), (op, lines, cooperative, variant)
+
+
+def test_lines_program_only_for_shapes_that_may_take_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lines_module loads the program over interleaved lines of an op of LINES_OPS only for
+    shapes of 2 or 4 lines whose run is whole 512-byte rows (lines_shape)."""
+    from baracuda.scan import _kernels as K
+
+    loaded: list[tuple[str, ElementKind, int]] = []
+
+    def load(source: KernelSource, element: ElementKind, device_id: int) -> str:
+        loaded.append((source.name, element, device_id))
+        return "module"
+
+    monkeypatch.setattr(K, "load_module", load)
+    assert K.lines_module("sum", (2**20, 2), 0, F32, 1) == "module"  # type: ignore[comparison-overlap]
+    assert loaded == [("scan/scan.cu:sum_lines", F32, 1)]
+    assert K.lines_module("prod", (2**18, 4), 0, ElementKind.BF16, 0) == "module"  # type: ignore[comparison-overlap]
+    loaded.clear()
+    assert K.lines_module("lse", (2**20, 2), 0, F32, 0) is None  # no program over lines
+    assert K.lines_module(None, (2**20, 2), 0, F32, 0) is None
+    assert K.lines_module("sum", (2**20, 3), 0, F32, 0) is None
+    assert K.lines_module("sum", (2**20 + 8, 2), 0, F32, 0) is None  # partial rows
+    assert K.lines_module("sum", (2**20, 4), 0, ElementKind.F64, 0) is None  # 32-byte positions
+    assert K.lines_module("sum", (0, 2), 0, F32, 0) is None
+    assert loaded == []
+    assert K.lines_shape((1, 2**20, 2), 1, 4) == 2 and K.lines_shape((2, 2**20), 1, 4) == 2
 
 
 def test_flag_strides_match_layouts() -> None:
@@ -340,6 +477,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
     | {"scan_max_bwd_rows", _SHARED}
+    | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
 )  # fmt: skip
 
 
@@ -368,6 +506,11 @@ def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
             mine = _ALL_ENTRIES & ({f"scan_{op}"} | {f"scan_{op}_{k}" for k in _KINDS})
             assert mine and mine <= set(entries), (plan.NAME, kind, op)
         assert _SHARED in entries
+        lines_op = plan.LINES_OP.get(kind)
+        if lines_op is not None:  # its kernels over interleaved lines: a program of their own
+            assert lines_op in ops[kind]
+            lines = SCAN_SOURCES[LINES_GROUPS[lines_op]].entries
+            assert set(lines) == {_SHARED} | {f"scan_{lines_op}_{k}" for k in LINES_KINDS}
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

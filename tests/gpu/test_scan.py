@@ -472,6 +472,76 @@ def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypat
             assert_close(three, ref, element, scale=scale_of(kind, x.shape[-1]), what=what)
 
 
+def _lines_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, int]]:
+    """(what, input, lines taken: 2, 4 or 0 for none) for the cooperative kernel over
+    interleaved lines: (2^20, 2) (the benchmark's shape), (n, 4) with n positions of whole
+    512-byte rows, a view starting 16 bytes into its buffer, and for cumsum 64 MiB (4- and
+    8-byte types) or 40 MiB (2-byte) of 2 lines, past registers and shared memory; and
+    shapes it must not take: a run of partial rows, 3 lines, 4 lines of f64, the first 2
+    lines of 4."""
+    dt = torch_dtype(element)
+    lanes = 16 // element.itemsize
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        if kind is ScanKind.CUMPROD:
+            xn = np.random.default_rng(seed).choice([-1.0, 1.0], shape)
+        else:
+            xn = make_input(kind, shape, seed)
+        return torch.from_numpy(xn).to("cuda", dt)
+
+    n4 = 100_096  # whole 512-byte rows for 4 lines of any type (a multiple of 256)
+    flat = make((2 * 2**19 + lanes,), 32)
+    cases = [
+        ("(2^20, 2)", make((2**20, 2), 30), 2),
+        (f"({n4}, 4)", make((n4, 4), 31), 0 if element.itemsize == 8 else 4),
+        ("offset (2^19, 2)", flat[lanes:].view(2**19, 2), 2),
+        ("(100008, 2): partial rows", make((100_008, 2), 33), 0),
+        ("(2^18, 3)", make((2**18, 3), 34), 0),
+        ("first 2 of (2^18, 4)", make((2**18, 4), 35)[:, :2], 0),
+    ]
+    if kind is ScanKind.CUMSUM:
+        mib = 64 if element.itemsize >= 4 else 40
+        cases.append((f"2 lines of {mib} MiB", make((mib * 2**19 // element.itemsize, 2), 36), 2))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
+                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_cooperative_lines(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """2 or 4 interleaved lines (a tensor (n, 2) or (n, 4) along dim 0) on the cooperative
+    kernel as one run of memory (COOP_LINES; cumsum and cumprod, LINES_OPS), both ways,
+    forward and backward against the float64 reference; shapes it must not take, and
+    logcumsumexp, run elsewhere; the cumsum forward is bit for bit repeatable and within
+    tolerance of the look-back tiles (COOP_LINES off)."""
+    from baracuda.scan import _kernels as K
+
+    assert K.COOP_LINES
+    names = launched_kernels(monkeypatch)
+    for what, x, lines in _lines_cases(kind, element):
+        if _op_of(kind) not in K.LINES_OPS:  # logcumsumexp: look-back tiles
+            lines = 0
+        for reverse in (False, True):
+            check_op(kind, element, x, 0, reverse, f"lines {what} rev={reverse}")
+            names.clear()
+            run_forward(kind, x, 0, reverse)  # (the backward's dy is contiguous)
+            if lines:
+                assert names == [K.coop_kernel(_op_of(kind), reverse, lines)], (what, names)
+            else:
+                assert not any("_coop" in nm for nm in names), (what, names)
+        if kind is ScanKind.CUMSUM and lines:
+            first, _ = run_forward(kind, x, 0, False)
+            again, _ = run_forward(kind, x, 0, False)
+            assert torch.equal(first, again), what
+            monkeypatch.setattr(K, "COOP_LINES", False)
+            names.clear()
+            tiles, _ = run_forward(kind, x, 0, False)
+            assert not any("_coop" in nm for nm in names), names
+            monkeypatch.setattr(K, "COOP_LINES", True)
+            assert_close(tiles, _np64(first), element, scale=scale_of(kind, x.shape[0]),
+                         what=f"look-back tiles vs lines {what}")  # fmt: skip
+
+
 @pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0), ((2, 2**20), 1)],
                          ids=str)  # fmt: skip
 def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int],

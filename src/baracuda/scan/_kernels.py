@@ -38,11 +38,12 @@ from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.device import device_info
 from baracuda._cuda.launch import dependent_launches, launch, memset_zero
-from baracuda._cuda.module import LoadedModule
+from baracuda._cuda.module import LoadedModule, load_module
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import contiguous_strides, numel, split_axis
 from baracuda.errors import MisalignedOperand
+from baracuda.types import ElementKind
 
 __all__ = [
     "SCAN_GROUPS",
@@ -343,35 +344,68 @@ def _smem_room(module: LoadedModule, kernel: str) -> int:
     return device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
 
 
-def coop_kernel(op: str, reverse: bool) -> str:
-    """The cooperative entry of ``op`` for one direction (scan.cu: an entry a direction)."""
-    return f"scan_{op}_coop{'rev' if reverse else ''}"
+def coop_kernel(op: str, reverse: bool, lines: int = 1) -> str:
+    """The cooperative entry of ``op`` for one direction (scan.cu: an entry a direction), and
+    for ``lines`` interleaved lines (``coop_lines``)."""
+    return f"scan_{op}_coop{lines if lines > 1 else ''}{'rev' if reverse else ''}"
 
 
 def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
-               reverse: bool = False) -> CoopSplit | None:  # fmt: skip
-    """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``): as many
-    as one block an SM allows (at most 2 an SM), none but the last shorter than a row a
-    warp. None where it does not apply: no cooperative launches, fewer than 2 pieces a line,
-    or an input larger than what the blocks keep (registers and shared memory) and the L2
-    cache together."""
+               reverse: bool = False, lines: int = 1) -> CoopSplit | None:  # fmt: skip
+    """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``), or of one
+    run of ``lines`` interleaved lines of ``n`` (``rows`` 1; a position is ``lines``
+    elements): as many as one block an SM allows (at most 2 an SM), none but the last
+    shorter than a row a warp. None where it does not apply: no cooperative launches, fewer
+    than 2 pieces a line, or an input larger than what the blocks keep (registers and
+    shared memory) and the L2 cache together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
         return None
-    kernel = coop_kernel(op, reverse)
+    kernel = coop_kernel(op, reverse, lines)
     warps = coop_warps(itemsize)
     keep = max(0, _smem_room(module, kernel)) // (warps * COOP_ROW_BYTES)
     smem = keep * warps * COOP_ROW_BYTES
     # resident_blocks allows the entry that much shared memory first (module.function)
     blocks = min(2, module.resident_blocks(kernel, 32 * warps, smem)) * module.sm_count
     held = smem + coop_reg_rows(itemsize) * warps * COOP_ROW_BYTES  # a block's
-    if rows * n * itemsize > blocks * held + device_info(module.device_id).l2_bytes:
+    if rows * n * lines * itemsize > blocks * held + device_info(module.device_id).l2_bytes:
         return None
-    row = COOP_ROW_BYTES // itemsize
+    row = COOP_ROW_BYTES // (itemsize * lines)  # positions
     pieces = min(blocks // rows, n // (warps * row))
     if pieces < 2:
         return None
     chunk_len = _round_up(_cdiv(n, pieces), row)
     return CoopSplit(_cdiv(n, chunk_len), chunk_len, keep, warps)
+
+
+# Switch: 2 or 4 interleaved lines (a tensor (n, 2) or (n, 4) along dim 0: axis stride 2 or
+# 4, line stride 1; ``coop_lines``) of LINES_OPS take the cooperative kernel as one run of
+# memory whose positions hold a value of each line (scan.cu, LinesOp; entries scan_<op>_coop2,
+# _coop4 and their reverse, in a program of their own: LINES_GROUPS). On the H100, cumsum over
+# (2^20, 2) took 16.1 vs 23.3 us in f32 and 12.5 vs 21.9 us in bf16 (staged look-back tiles,
+# lbstage), over (2^19, 4) 17.6 vs 22.0 and 14.1 vs 21.5 us. Read at each launch.
+COOP_LINES = True
+LINES = (2, 4)
+
+
+def coop_lines(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+               itemsize: int) -> int:  # fmt: skip
+    """The number of interleaved lines (2 or 4) the cooperative kernel may take as one run of
+    memory, else 0: x and y only, the lines one group of 2 or 4 (every other dim of extent 1)
+    adjacent (stride 1) with axis stride equal to their count, a position's bytes dividing
+    16, the run whole rows of 512 bytes and both 16-byte aligned."""
+    used = [i for i, o in enumerate(operands) if o is not None]
+    g = lines_shape(shape, axis, itemsize)
+    if not COOP_LINES or used != [IN0, OUT] or not g:
+        return 0
+    for i in used:
+        o = operands[i]
+        assert o is not None
+        if o.ptr % 16:
+            return 0
+        oshape, ostrides, _, axis_strides = split_axis(shape, [o.strides], axis)
+        if oshape != (g,) or ostrides[0] != (1,) or axis_strides[0] != g:
+            return 0
+    return g
 
 
 # Switch: the cummax/cummin backward in one kernel (scan_max_bwd_rows: a warp per line scans
@@ -395,7 +429,19 @@ SCAN_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The programs of the cooperative kernel over interleaved lines (coop_lines) of LINES_OPS, one
+# an op, loaded by a plan only for shapes that may take it (lines_module): their four entries
+# took the cumsum program's compile from 7 to 17 s (f32 on a 2-core CPU machine), and the
+# logcumsumexp program's from 52 to about 150 s, so logcumsumexp has none.
+LINES_OPS = ("sum", "prod")
+LINES_KINDS = ("coop2", "coop2rev", "coop4", "coop4rev")
+LINES_GROUPS: dict[str, str] = {op: f"{op}_lines" for op in LINES_OPS}
+
+
 def _group_entries(group: str) -> tuple[str, ...]:
+    if group in LINES_GROUPS.values():
+        op = group.removesuffix("_lines")
+        return ("scan_zero", *(f"scan_{op}_{k}" for k in LINES_KINDS))
     ops = SCAN_GROUPS[group]
     return (
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
@@ -413,12 +459,36 @@ def _group_source(group: str) -> KernelSource:
     return KernelSource("scan", "scan.cu", _group_entries(group), group=group, defines=(define,))
 
 
-SCAN_SOURCES: dict[str, KernelSource] = {g: register_source(_group_source(g)) for g in SCAN_GROUPS}
+SCAN_SOURCES: dict[str, KernelSource] = {
+    g: register_source(_group_source(g)) for g in (*SCAN_GROUPS, *LINES_GROUPS.values())
+}
 
 
 def scan_source(group: str) -> KernelSource:
-    """The program of ``scan.cu`` holding the kernels of ``group`` (a key of SCAN_GROUPS)."""
+    """The program of ``scan.cu`` holding the kernels of ``group`` (a key of SCAN_GROUPS, or
+    a value of LINES_GROUPS)."""
     return SCAN_SOURCES[group]
+
+
+def lines_shape(shape: Sequence[int], axis: int, itemsize: int) -> int:
+    """What ``coop_lines`` needs of the shape alone: the line count (2 or 4, a position's
+    bytes dividing 16, the run whole 512-byte rows), else 0."""
+    n = shape[axis]
+    if n == 0:
+        return 0
+    g = numel(shape) // n
+    if g not in LINES or 16 % (g * itemsize) or (n * g * itemsize) % COOP_ROW_BYTES:
+        return 0
+    return g
+
+
+def lines_module(op: str | None, shape: Sequence[int], axis: int, element: ElementKind,
+                 device_id: int) -> LoadedModule | None:  # fmt: skip
+    """The program of ``op``'s kernels over interleaved lines on ``device_id``, compiled and
+    loaded where the shape may take them (``lines_shape``), else None."""
+    if op not in LINES_GROUPS or not lines_shape(shape, axis, element.itemsize):
+        return None
+    return load_module(SCAN_SOURCES[LINES_GROUPS[op]], element, device_id)
 
 
 BLOCK = 256
@@ -705,10 +775,12 @@ def launch_scan(
     layout: str,
     sm_count: int,
     states_ptr: int,
+    lines: LoadedModule | None = None,
 ) -> str:
     """Enqueue one scan (1 or 3 kernels). ``operands`` are the 5 slots IN0, IN1, IN2, OUT, AUX
     (None when unused); ``vec_slots`` the slots of element type whose alignment decides the
-    vector path. Returns the variant run, for ``sku``/tests."""
+    vector path; ``lines`` the program of ``op`` over interleaved lines (``lines_module``),
+    if loaded. Returns the variant run, for ``sku``/tests."""
     total = numel(shape)
     if total == 0:
         return "empty"
@@ -743,6 +815,16 @@ def launch_scan(
                 launch(module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK, RING_SMEM,
                        stream, [params], kernel)  # fmt: skip
                 return f"ring{grid}"
+    if lines is not None and layout == "cols" and op in LINES_OPS:
+        g = coop_lines(shape, axis, operands, itemsize)
+        coop = coop_split(lines, op, 1, n, itemsize, reverse, g) if g else None
+        if coop is not None:
+            # one line of n positions: the run of the lines' memory
+            run = [None if o is None else Slot(o.ptr, (1,)) for o in operands]
+            lp = _params((n,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
+            lp.vec = 1  # coop_lines: 16-byte aligned, whole rows
+            _launch_coop(lines, op, stream, lp, coop, 1, reverse, g, states_ptr)
+            return f"coop{g}x{coop.nchunks}"
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
@@ -761,13 +843,7 @@ def launch_scan(
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
         coop = coop_split(module, op, rows, n, itemsize, reverse)
         if coop is not None:
-            kernel = coop_kernel(op, reverse)
-            params.chunk_len, params.nchunks = coop.chunk_len, coop.nchunks
-            params.groups = coop.keep
-            params.agg = states_ptr
-            fn = module.function(kernel, coop.smem)
-            cgrid, block = (rows * coop.nchunks, 1, 1), 32 * coop.warps
-            launch(fn, cgrid, block, coop.smem, stream, [params], kernel, cooperative=True)
+            _launch_coop(module, op, stream, params, coop, rows, reverse, 1, states_ptr)
             return f"coopx{coop.nchunks}"
     if ch.layout == "lbcols" and params.vec:
         variant = "lbstage"
@@ -821,6 +897,20 @@ def launch_scan(
     launch(sfn, (sgrid, 1, 1), BLOCK, 0, stream, [params], f"scan_{op}_{states}", dependent=dep)
     launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel, dependent=dep)
     return f"{ch.layout}x{ch.nchunks}"
+
+
+def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
+                 coop: CoopSplit, rows: int, reverse: bool, lines: int,
+                 states_ptr: int) -> None:  # fmt: skip
+    """Enqueue the cooperative kernel over ``rows`` lines (or one run of ``lines``
+    interleaved lines) cut as ``coop`` says, the pieces' totals in the workspace."""
+    kernel = coop_kernel(op, reverse, lines)
+    params.chunk_len, params.nchunks = coop.chunk_len, coop.nchunks
+    params.groups = coop.keep
+    params.agg = states_ptr
+    fn = module.function(kernel, coop.smem)
+    grid, block = (rows * coop.nchunks, 1, 1), 32 * coop.warps
+    launch(fn, grid, block, coop.smem, stream, [params], kernel, cooperative=True)
 
 
 def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int,

@@ -1466,24 +1466,27 @@ __device__ __forceinline__ void cp_async16_policy(void* smem, const void* gmem,
                : "memory");
 }
 
-// The fold of a lane's 16-byte vector (16 / sizeof(T) elements) into `acc` (pairwise).
-template <typename T, typename A, class Op>
+// The fold of a lane's 16-byte vector (16 / sizeof(T) elements: 16 / sizeof(T) / G positions
+// of G interleaved lines, see LinesOp) into `acc` (pairwise).
+template <typename T, typename A, class Op, int G = 1>
 __device__ __forceinline__ typename Op::S fold_vec(const Op& op, const int4& raw,
                                                    typename Op::S acc) {
   typedef typename Op::S S;
-  constexpr int L = 16 / (int)sizeof(T);
+  constexpr int L = 16 / (int)sizeof(T), LP = L / G;
   T e[L];
   memcpy(e, &raw, 16);
-  S s[L];
+  S s[LP];
 #pragma unroll
-  for (int k = 0; k < L; ++k) {
-    const A v = to_acc(e[k]);
-    s[k] = op.make(&v, 0, 0);
+  for (int k = 0; k < LP; ++k) {
+    A v[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) v[g] = to_acc(e[k * G + g]);
+    s[k] = op.make(v, 0, 0);
   }
 #pragma unroll
-  for (int d = 1; d < L; d <<= 1)
+  for (int d = 1; d < LP; d <<= 1)
 #pragma unroll
-    for (int k = 0; k + d < L; k += 2 * d) s[k] = op.combine(s[k], s[k + d]);
+    for (int k = 0; k + d < LP; k += 2 * d) s[k] = op.combine(s[k], s[k + d]);
   return op.combine(acc, s[0]);
 }
 
@@ -1494,24 +1497,107 @@ constexpr bool kSubtractOp = false;
 template <typename A>
 constexpr bool kSubtractOp<SumOp<A>> = true;
 
-// A warp's 32 16-byte vectors in scan order, one a lane (kRev: each vector's elements
-// mirrored), scanned from `carry` (the ring and coop kernels): st[i] becomes the state after
-// this lane's element i, carry the state after the warp's last element.
-template <typename T, typename A, class Op, bool kRev>
+// G adjacent lines whose positions interleave (a tensor (n, G) along dim 0: axis stride G,
+// line stride 1) are one run of memory, position q of every line at elements [q G, q G + G).
+// The cooperative kernel takes them as one line of n positions whose state is the G lines'
+// states (Lines), combined line by line (LinesOp over a one-input op).
+template <class S, int G>
+struct Lines {
+  S v[G];
+};
+template <class S, int G>
+__device__ __forceinline__ Lines<S, G> shfl_up(Lines<S, G> x, int d) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) x.v[g] = shfl_up(x.v[g], d);
+  return x;
+}
+template <class S, int G>
+__device__ __forceinline__ Lines<S, G> shfl_idx(Lines<S, G> x, int s) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) x.v[g] = shfl_idx(x.v[g], s);
+  return x;
+}
+template <class S, int G>
+__device__ __forceinline__ Lines<S, G> operator-(Lines<S, G> a, const Lines<S, G>& b) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) a.v[g] -= b.v[g];
+  return a;
+}
+
+template <class Op, int G>
+struct LinesOp {
+  typedef Lines<typename Op::S, G> S;
+  static constexpr int kIn = 1;
+  static constexpr bool kNb = false, kAuxIn = false, kAuxOut = false;
+  int mode;
+  __device__ __forceinline__ Op line() const { return Op{mode}; }
+  __device__ S identity() const {
+    S s;
+#pragma unroll
+    for (int g = 0; g < G; ++g) s.v[g] = line().identity();
+    return s;
+  }
+  __device__ S combine(S l, const S& r) const {
+#pragma unroll
+    for (int g = 0; g < G; ++g) l.v[g] = line().combine(l.v[g], r.v[g]);
+    return l;
+  }
+  // v: the G lines' values at one position
+  template <typename A>
+  __device__ S make(const A* v, unsigned char f, i64 p) const {
+    S s;
+#pragma unroll
+    for (int g = 0; g < G; ++g) s.v[g] = line().make(v + g, f, p);
+    return s;
+  }
+};
+template <typename A, int G>
+constexpr bool kSubtractOp<LinesOp<SumOp<A>, G>> = true;
+
+// The op of the cooperative kernel over G interleaved lines: Op itself for one line.
+template <class Op, int G>
+struct LinesOf {
+  typedef LinesOp<Op, G> type;
+};
+template <class Op>
+struct LinesOf<Op, 1> {
+  typedef Op type;
+};
+
+// A state written by another block of the grid (the coop pieces' totals): read from L2.
+template <class S>
+__device__ __forceinline__ S ld_cg(const S* p) {
+  return __ldcg(p);
+}
+template <class S, int G>
+__device__ __forceinline__ Lines<S, G> ld_cg(const Lines<S, G>* p) {
+  Lines<S, G> s;
+#pragma unroll
+  for (int g = 0; g < G; ++g) s.v[g] = __ldcg(&p->v[g]);
+  return s;
+}
+
+// A warp's 32 16-byte vectors in scan order, one a lane (kRev: each vector's positions
+// mirrored; a position is G elements, see LinesOp), scanned from `carry` (the ring and coop
+// kernels): st[i] becomes the state after this lane's position i, carry the state after the
+// warp's last position.
+template <typename T, typename A, class Op, bool kRev, int G = 1>
 __device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
-                                              typename Op::S (&st)[16 / sizeof(T)],
+                                              typename Op::S (&st)[16 / sizeof(T) / G],
                                               typename Op::S& carry, int lane) {
   typedef typename Op::S S;
-  constexpr int L = 16 / (int)sizeof(T);
+  constexpr int L = 16 / (int)sizeof(T), LP = L / G;
   T e[L];
   memcpy(e, &raw, 16);
 #pragma unroll
-  for (int i = 0; i < L; ++i) {
-    const A a = to_acc(e[kRev ? L - 1 - i : i]);
-    const S m = op.make(&a, 0, 0);  // one-input ops: no position
+  for (int i = 0; i < LP; ++i) {
+    A a[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) a[g] = to_acc(e[(kRev ? LP - 1 - i : i) * G + g]);
+    const S m = op.make(a, 0, 0);  // one-input ops: no position
     st[i] = i ? op.combine(st[i - 1], m) : m;
   }
-  S incl = st[L - 1];
+  S incl = st[LP - 1];
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
     const S o = shfl_up(incl, d);
@@ -1519,13 +1605,13 @@ __device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
   }
   S excl;
   if constexpr (kSubtractOp<Op>) {
-    excl = op.combine(carry, incl - st[L - 1]);  // one shuffle fewer
+    excl = op.combine(carry, incl - st[LP - 1]);  // one shuffle fewer
   } else {
     const S before = shfl_up(incl, 1);
     excl = lane ? op.combine(carry, before) : carry;
   }
 #pragma unroll
-  for (int i = 0; i < L; ++i) st[i] = op.combine(excl, st[i]);
+  for (int i = 0; i < LP; ++i) st[i] = op.combine(excl, st[i]);
   carry = op.combine(carry, shfl_idx(incl, 31));
 }
 
@@ -1543,17 +1629,25 @@ __device__ __forceinline__ int4 load_vec(const void* p) {
 
 // Scans a coop row (this lane: the vector `raw`, at dst) from `carry`, stores it, and
 // returns the carry after the row.
-template <typename T, typename A, class Op, bool kRev>
+template <typename T, typename A, class Op, bool kRev, int G = 1>
 __device__ __forceinline__ typename Op::S scan_row(const Op& op, const int4& raw,
                                                    typename Op::S carry, T* dst, int lane) {
   typedef typename Op::S S;
-  constexpr int L = 16 / (int)sizeof(T);
-  S st[L];
-  warp_vec_scan<T, A, Op, kRev>(op, raw, st, carry, lane);
+  constexpr int L = 16 / (int)sizeof(T), LP = L / G;
+  S st[LP];
+  warp_vec_scan<T, A, Op, kRev, G>(op, raw, st, carry, lane);
   T o[L];
 #pragma unroll
-  for (int i = 0; i < L; ++i)  // coop's ops output their state (sum, prod, lse)
-    o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(st[i], st[i], nullptr, A(1), 0));
+  for (int i = 0; i < LP; ++i) {  // coop's ops output their state (sum, prod, lse)
+    const int k = (kRev ? LP - 1 - i : i) * G;
+    if constexpr (G == 1) {
+      o[k] = from_acc<T>(op.out_value(st[i], st[i], nullptr, A(1), 0));
+    } else {
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+        o[k + g] = from_acc<T>(op.line().out_value(st[i].v[g], st[i].v[g], nullptr, A(1), 0));
+    }
+  }
   int4 word;
   memcpy(&word, o, 16);
   // streaming (evict-first in L2): the output is not read again here, and the rows past
@@ -1563,11 +1657,17 @@ __device__ __forceinline__ typename Op::S scan_row(const Op& op, const int4& raw
   return carry;
 }
 
-template <typename T, typename A, class Op, bool kRev>
+// G > 1: G interleaved lines as one line of n positions (LinesOp): the host's line is their
+// run of memory, and n * G elements are whole rows (no partial last row).
+template <typename T, typename A, class LineOp, bool kRev, int G = 1>
 __device__ __forceinline__ void scan_coop_dir(const Params& P) {
+  typedef typename LinesOf<LineOp, G>::type Op;
   typedef typename Op::S S;
-  static_assert(kOneInputOp<Op>, "coop takes one-input ops without neighbour or aux operands");
-  constexpr int L = 16 / (int)sizeof(T), K = PipeTile<T>::K, ROW = 32 * L;
+  static_assert(kOneInputOp<LineOp>, "coop takes one-input ops without neighbour or aux operands");
+  // positions a lane's vector holds (LP) and a row holds (ROW), elements a row holds (ROWE)
+  constexpr int L = 16 / (int)sizeof(T), LP = L / G, ROW = 32 * LP, ROWE = 32 * L;
+  constexpr int K = PipeTile<T>::K;
+  static_assert(LP * G == L, "a lane's vector holds whole positions");
   constexpr int W = kCoopWarps<T>, R = kCoopRegRows<T>, D = kCoopDepth<T>;
   static_assert(W <= 32, "one warp combines the warps' totals");
   extern __shared__ int4 coop_keep[];  // P.groups rows a warp: [warp][row][lane]
@@ -1583,7 +1683,7 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   const i64 q0 = piece * P.chunk_len;
   const i64 q1 = min(n, q0 + P.chunk_len);
   // The host's launch condition; anything else would misalign the vectors.
-  if (!P.vec || P.chunk_len % ROW != 0 || ((kRev ? n - q0 : q0) & (L - 1)) != 0 ||
+  if (!P.vec || P.chunk_len % ROW != 0 || ((kRev ? n - q0 : q0) & (LP - 1)) != 0 ||
       blockDim.x != 32 * W)
     __trap();
   const i64 rows = (q1 - q0 + ROW - 1) / ROW;  // the last may be partial
@@ -1597,11 +1697,12 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   unravel(line, P.outer, c);
   const T* src = in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank);
   T* dst = static_cast<T*>(P.op[OUT].ptr) + dot(c, P.op[OUT].outer, P.outer.rank);
-  // Full rows: this lane's vector of the warp's row f is at element offset v0 + f * step.
-  const i64 step = kRev ? -(i64)ROW : (i64)ROW;
-  const i64 v0 = kRev ? n - s0 - (i64)(lane + 1) * L : s0 + (i64)lane * L;
-  const T* pv = src + v0;
-  T* dv = dst + v0;
+  // Full rows: this lane's vector of the warp's row f is at position v0 + f * ROW (reversed:
+  // v0 - f * ROW), element offset G v0 + f * step.
+  const i64 step = kRev ? -(i64)ROWE : (i64)ROWE;
+  const i64 v0 = kRev ? n - s0 - (i64)(lane + 1) * LP : s0 + (i64)lane * LP;
+  const T* pv = src + v0 * G;
+  T* dv = dst + v0 * G;
   int4* keep = coop_keep + (i64)w * P.groups * 32 + lane;
 
   // Phase 1: every load of the kept rows in flight at once, then the rows past; each row
@@ -1617,7 +1718,7 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   S in_reg = op.identity(), kept = op.identity(), past = op.identity();
 #pragma unroll
   for (int f = 0; f < R; ++f)
-    if (f < nreg) in_reg = fold_vec<T, A, Op>(op, reg[f], in_reg);
+    if (f < nreg) in_reg = fold_vec<T, A, Op, G>(op, reg[f], in_reg);
 #pragma unroll 1
   for (i64 f = f_past; f < nfull; f += D) {
     int4 v[D];
@@ -1626,11 +1727,11 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
       if (f + d < nfull) v[d] = load_vec(pv + (f + d) * step);
 #pragma unroll
     for (int d = 0; d < D; ++d)
-      if (f + d < nfull) past = fold_vec<T, A, Op>(op, v[d], past);
+      if (f + d < nfull) past = fold_vec<T, A, Op, G>(op, v[d], past);
   }
   cp_async_wait_all();  // this thread's own copies: visible to it without a barrier
 #pragma unroll 4
-  for (int f = 0; f < nkeep; ++f) kept = fold_vec<T, A, Op>(op, keep[f * 32], kept);
+  for (int f = 0; f < nkeep; ++f) kept = fold_vec<T, A, Op, G>(op, keep[f * 32], kept);
   S excl, reg_sum, kept_sum, past_sum;
   group_scan<1>(op, in_reg, excl, reg_sum, static_cast<S*>(nullptr));
   group_scan<1>(op, kept, excl, kept_sum, static_cast<S*>(nullptr));
@@ -1641,10 +1742,14 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
   const i64 qp = s0 + (i64)lane * K + nfull * ROW;
   const int valid = (int)max((i64)0, min((i64)K, s1 - qp));
   const T* pp = src + (kRev ? n - qp - K : qp);
-  if (partial) {
-    Raw32 cur;
-    load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
-    past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, true);
+  if constexpr (G == 1) {
+    if (partial) {
+      Raw32 cur;
+      load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
+      past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, true);
+    }
+  } else if (partial) {
+    __trap();  // the host's launch condition: whole rows
   }
   if (lane == 0) warp_sum[w] = op.combine(op.combine(reg_sum, kept_sum), past_sum);
   __syncthreads();
@@ -1664,7 +1769,7 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     const S* sums = agg + line * P.nchunks;
     S part = op.identity();
     for (i64 j = lane * per; j < min(piece, (lane + 1) * per); ++j)
-      part = op.combine(part, __ldcg(sums + j));
+      part = op.combine(part, ld_cg(sums + j));
     S pex, carry;
     group_scan<1>(op, part, pex, carry, static_cast<S*>(nullptr));
     if (lane < W) warp_carry[lane] = op.combine(carry, wex);
@@ -1688,26 +1793,29 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
       if (f + D + d < nfull) nxt[d] = load_vec(pv + (f + D + d) * step);
 #pragma unroll
     for (int d = 0; d < D; ++d)
-      if (f + d < nfull) carry = scan_row<T, A, Op, kRev>(op, buf[d], carry, dv + (f + d) * step, lane);
+      if (f + d < nfull)
+        carry = scan_row<T, A, Op, kRev, G>(op, buf[d], carry, dv + (f + d) * step, lane);
 #pragma unroll
     for (int d = 0; d < D; ++d) buf[d] = nxt[d];  // those past nfull are not read
   }
-  if (partial) {
-    Raw32 cur;
-    load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
-    pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, false);
+  if constexpr (G == 1) {
+    if (partial) {
+      Raw32 cur;
+      load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
+      pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, false);
+    }
   }
   carry = carry0;
 #pragma unroll
   for (int f = 0; f < R; ++f)
-    if (f < nreg) carry = scan_row<T, A, Op, kRev>(op, reg[f], carry, dv + f * step, lane);
+    if (f < nreg) carry = scan_row<T, A, Op, kRev, G>(op, reg[f], carry, dv + f * step, lane);
   carry = op.combine(carry0, reg_sum);
   // Unrolled: with 8 warps an SM, the rows' shuffle scans must overlap (only the carry
   // links them); one at a time took the f32 (2, 2^23) case from 49.6 to 56.5-58.6 us (ncu,
   // round 13).
 #pragma unroll 4
   for (int f = 0; f < nkeep; ++f)
-    carry = scan_row<T, A, Op, kRev>(op, keep[f * 32], carry, dv + (nreg + f) * step, lane);
+    carry = scan_row<T, A, Op, kRev, G>(op, keep[f * 32], carry, dv + (nreg + f) * step, lane);
 }
 
 // One entry a direction (scan_<op>_coop, scan_<op>_cooprev), not one with both behind
@@ -1726,6 +1834,25 @@ __device__ void scan_cooprev(const Params& P) {
   if (!P.reverse) __trap();
   scan_coop_dir<T, A, Op, true>(P);
 }
+// G interleaved lines (scan_<op>_coop<G>, scan_<op>_coop<G>rev): a type whose 16-byte vector
+// holds whole positions of G lines (no 4-line entry for f64: a trap).
+template <typename T, typename A, class Op, int G, bool kRev>
+__device__ __forceinline__ void scan_coop_lines(const Params& P) {
+  if constexpr (16 % (G * sizeof(T)) != 0) {
+    __trap();
+  } else {
+    if (P.reverse != kRev) __trap();
+    scan_coop_dir<T, A, Op, kRev, G>(P);
+  }
+}
+template <typename T, typename A, class Op>
+__device__ void scan_coop2(const Params& P) { scan_coop_lines<T, A, Op, 2, false>(P); }
+template <typename T, typename A, class Op>
+__device__ void scan_coop2rev(const Params& P) { scan_coop_lines<T, A, Op, 2, true>(P); }
+template <typename T, typename A, class Op>
+__device__ void scan_coop4(const Params& P) { scan_coop_lines<T, A, Op, 4, false>(P); }
+template <typename T, typename A, class Op>
+__device__ void scan_coop4rev(const Params& P) { scan_coop_lines<T, A, Op, 4, true>(P); }
 
 template <typename T, typename A, class Op>
 __device__ void scan_cols(const Params& P) {
@@ -2367,6 +2494,14 @@ __device__ void scan_ring(const Params& P) {
 #define BC_SCAN_COOP_ENTRY(name, OP)                                                      \
   BC_SCAN_BLOCK_ENTRY(name, OP, coop, scan_coop, 32 * bc::scan::kCoopWarps<BC_T>, 1)      \
   BC_SCAN_BLOCK_ENTRY(name, OP, cooprev, scan_cooprev, 32 * bc::scan::kCoopWarps<BC_T>, 1)
+// The same over 2 and 4 interleaved lines, in a program of their own (BC_SCAN_GROUP_*_LINES):
+// they took the cumsum program's compile from 7 to 17 s (f32, a 2-core CPU machine), and only
+// shapes (n, 2) and (n, 4) along dim 0 use them.
+#define BC_SCAN_LINES_ENTRY(name, OP)                                                        \
+  BC_SCAN_BLOCK_ENTRY(name, OP, coop2, scan_coop2, 32 * bc::scan::kCoopWarps<BC_T>, 1)       \
+  BC_SCAN_BLOCK_ENTRY(name, OP, coop2rev, scan_coop2rev, 32 * bc::scan::kCoopWarps<BC_T>, 1) \
+  BC_SCAN_BLOCK_ENTRY(name, OP, coop4, scan_coop4, 32 * bc::scan::kCoopWarps<BC_T>, 1)       \
+  BC_SCAN_BLOCK_ENTRY(name, OP, coop4rev, scan_coop4rev, 32 * bc::scan::kCoopWarps<BC_T>, 1)
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::pdl_wait();                                                                          \
@@ -2389,7 +2524,8 @@ __device__ void scan_ring(const Params& P) {
 // kernels. Every op's kernels are in exactly one group.
 #if defined(BC_SCAN_GROUP_SUM) + defined(BC_SCAN_GROUP_PROD) + defined(BC_SCAN_GROUP_MAX) + \
         defined(BC_SCAN_GROUP_LSE) + defined(BC_SCAN_GROUP_PROD_BWD) +                     \
-        defined(BC_SCAN_GROUP_LSE_BWD) + defined(BC_SCAN_GROUP_MAX_BWD) !=                 \
+        defined(BC_SCAN_GROUP_LSE_BWD) + defined(BC_SCAN_GROUP_MAX_BWD) +                  \
+        defined(BC_SCAN_GROUP_SUM_LINES) + defined(BC_SCAN_GROUP_PROD_LINES) !=            \
     1
 #error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (see baracuda.scan._kernels.SCAN_GROUPS)"
 #endif
@@ -2413,6 +2549,10 @@ BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_ENTRY(prod, ProdOp)
 BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
+#elif defined(BC_SCAN_GROUP_SUM_LINES)  // cumsum (and its backward) over interleaved lines
+BC_SCAN_LINES_ENTRY(sum, SumOp)
+#elif defined(BC_SCAN_GROUP_PROD_LINES)
+BC_SCAN_LINES_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
 #elif defined(BC_SCAN_GROUP_LSE)

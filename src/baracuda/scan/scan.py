@@ -18,6 +18,7 @@ from baracuda.scan._kernels import (
     OUT,
     launch_scan,
     layout_of,
+    lines_module,
     scan_source,
     slot,
     state_bytes,
@@ -127,6 +128,9 @@ class ScanPlanBase(Plan[DS, AS, VS]):
     OP_SUFFIX: ClassVar[str] = ""  # appended to the kind in the SKU
     # the program of scan.cu (a group of baracuda.scan._kernels.SCAN_GROUPS) per kind
     GROUPS: ClassVar[Mapping[ScanKind, str]]
+    # the op per kind whose program over interleaved lines (_kernels.LINES_GROUPS) the plan
+    # loads where its shape may take it
+    LINES_OP: ClassVar[Mapping[ScanKind, str]] = {}
 
     def __init__(self, desc: DS, stream: Stream, device_id: int, pref: PlanPreference,
                  module: LoadedModule, axis: int) -> None:  # fmt: skip
@@ -135,6 +139,8 @@ class ScanPlanBase(Plan[DS, AS, VS]):
         self._axis = axis
         self._sm_count = device_info(device_id).sm_count
         self._ws = state_bytes(desc.shape, axis, desc.element.itemsize, self._sm_count)
+        self._lines = lines_module(self.LINES_OP.get(desc.kind), desc.shape, axis, desc.element,
+                                   device_id)  # fmt: skip
 
     @classmethod
     def select(cls: type[PS], stream: object, desc: _ScanFields,
@@ -179,6 +185,7 @@ class ScanPlan(
     NAME = "ScanPlan"
     # each forward op's kernels are the group of that name
     GROUPS: ClassVar[Mapping[ScanKind, str]] = _FORWARD_OP
+    LINES_OP: ClassVar[Mapping[ScanKind, str]] = {ScanKind.CUMSUM: "sum", ScanKind.CUMPROD: "prod"}
 
     def _bind(self, args: ScanArgs,
               stream: Stream) -> tuple[TensorView, TensorView, TensorView | None]:  # fmt: skip
@@ -206,5 +213,5 @@ class ScanPlan(
             reverse=d.reverse, mode=mode,
             operands=[slot(x), None, None, slot(y), slot(idx)], vec_slots=(IN0, OUT),
             itemsize=d.element.itemsize, layout=layout_of(x, self._axis),
-            sm_count=self._sm_count, states_ptr=workspace.ptr,
+            sm_count=self._sm_count, states_ptr=workspace.ptr, lines=self._lines,
         )  # fmt: skip

@@ -122,6 +122,7 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
         ScanKind.CUMMIN: "max_bwd",
         ScanKind.LOGCUMSUMEXP: "lse_bwd",
     }
+    LINES_OP: ClassVar[Mapping[ScanKind, str]] = {ScanKind.CUMSUM: "sum"}
 
     def __init__(self, desc: ScanBackwardDescriptor, stream: Stream, device_id: int,
                  pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
@@ -164,7 +165,8 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
                 vec_slots: tuple[int, ...]) -> None:  # fmt: skip
             launch_scan(self._module, op, stream, d.shape, ax, reverse=reverse, mode=mode,
                         operands=operands, vec_slots=vec_slots, itemsize=d.element.itemsize,
-                        layout=layout, sm_count=self._sm_count, states_ptr=states)  # fmt: skip
+                        layout=layout, sm_count=self._sm_count, states_ptr=states,
+                        lines=self._lines)  # fmt: skip
 
         back = not d.reverse
         if d.kind is ScanKind.CUMSUM:
