@@ -28,10 +28,10 @@ def main(path: str) -> None:
         print(f"| {r['op']} | {shape} | {r['dtype']} | {r['ours_us']:.1f} | {r['gbps']:.0f} | "
               f"{100 * r['frac_bw']:.0f}% | {shown} | {speed} |")  # fmt: skip
     if d.get("host"):
-        print("\nHost time per call (1024 fp32 elements, queue kept busy):\n")
-        print("| call | µs |\n| --- | ---: |")
+        print("\nHost time per call (fp32, queue kept busy):\n")
+        print("| call | elements | µs |\n| --- | ---: | ---: |")
         for h in d["host"]:
-            print(f"| {h['call']} | {h['host_us']:.1f} |")
+            print(f"| {h['call']} | {h.get('n', 1024)} | {h['host_us']:.1f} |")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,8 @@ def copy_bandwidth() -> float:
 
 def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
     """Host time per call (µs) of small launches: baracuda's plan.run and functional lerp
-    next to torch.lerp, queue kept non-empty, averaged over ``calls``."""
+    next to torch.lerp, and the functional cumsum of a (64, n) tensor next to torch.cumsum,
+    queue kept non-empty, averaged over ``calls``."""
     import torch
 
     import baracuda as bc
@@ -93,11 +94,14 @@ def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
     plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((n,), bc.ElementKind.F32, 0.3))
     args = bc.BinaryParamArgs(a, b, out)
     ws = bc.Workspace.none()
+    rows2d = torch.rand(64, n, device="cuda")
     fns: dict[str, Callable[[], object]] = {
         "baracuda plan.run": lambda: plan.run(s, ws, args),
         "baracuda.lerp": lambda: bc.lerp(a, b, 0.3),
         "torch.lerp(out=)": lambda: torch.lerp(a, b, 0.3, out=out),
         "torch.lerp": lambda: torch.lerp(a, b, 0.3),
+        "baracuda.cumsum": lambda: bc.cumsum(rows2d, axis=1),
+        "torch.cumsum": lambda: torch.cumsum(rows2d, 1),
     }
     rows = []
     for name, fn in fns.items():
@@ -109,7 +113,8 @@ def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
             fn()
         t1 = time.perf_counter()
         torch.cuda.synchronize()
-        rows.append({"call": name, "n": n, "host_us": (t1 - t0) / calls * 1e6})
+        size = rows2d.numel() if "cumsum" in name else n
+        rows.append({"call": name, "n": size, "host_us": (t1 - t0) / calls * 1e6})
     return rows
 
 
@@ -167,9 +172,9 @@ def run_bench(ops: list[str] | None = None, json_path: str | None = None,
     result: dict[str, Any] = {"card": card, "copy_bandwidth_gbps": bw / 1e9, "rows": rows}
     if host:
         result["host"] = host_overhead()
-        print("\nhost time per call, 1024 fp32 elements:")
+        print("\nhost time per call (fp32):")
         for h in result["host"]:
-            print(f"  {h['call']:<22} {h['host_us']:6.1f} us")
+            print(f"  {h['call']:<22} {h['n']:>6} elements {h['host_us']:6.1f} us")
     if json_path:
         with open(json_path, "w") as f:
             json.dump(result, f, indent=1)

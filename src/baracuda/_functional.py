@@ -27,7 +27,7 @@ __all__ = [
     "finish",
     "cached_plan",
     "plan_for",
-    "workspace_for",
+    "run_plan",
 ]
 
 
@@ -73,11 +73,12 @@ def element_of(x: Any) -> ElementKind:
         return kind
 
 
-class _PlanLike(Protocol):
+A = TypeVar("A", contravariant=True)
+
+
+class _RunnablePlan(Protocol[A]):
     def workspace_size(self) -> int: ...
-
-
-P = TypeVar("P")
+    def run(self, stream: object, workspace: Workspace, args: A) -> None: ...
 
 
 _plans: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -105,10 +106,20 @@ def plan_for(cls: Any, stream: Stream, key: Any, make_desc: Any) -> Any:
     return plan
 
 
-def workspace_for(plan: _PlanLike, stream: Stream) -> Workspace:
-    """A workspace of ``plan.workspace_size()`` bytes (stream-ordered), or none."""
+def run_plan(plan: _RunnablePlan[A], stream: Stream, args: A) -> None:
+    """``plan.run(stream, workspace, args)`` with a workspace of ``plan.workspace_size()``
+    bytes from the device's stream-ordered pool, freed on ``stream`` right after the launches
+    (the pool hands it out again only to work ordered after them). Two driver calls: a
+    ``Workspace.allocate`` per call, freed when collected, cost about 4 us of host time."""
     need = plan.workspace_size()
-    return Workspace.allocate(need, stream) if need > 0 else Workspace.none()
+    if need <= 0:
+        plan.run(stream, Workspace.none(), args)
+        return
+    ws = Workspace.scratch(need, stream)
+    try:
+        plan.run(stream, ws, args)
+    finally:
+        ws.release(stream)
 
 
 class JaxOutput:

@@ -750,3 +750,77 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     assert f"constexpr int kCoopWarps = sizeof(T) == 2 ? {w(2)} : {w(4)};" in text
     assert w(4) == w(8)
     assert f"kCoopRegRows = sizeof(T) == 2 ? {r(2)} : sizeof(T) == 4 ? {r(4)} : {r(8)};" in text
+
+
+def test_launch_recipes_replay_what_launch_scan_enqueues(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LaunchCache: a second call with other addresses (same strides and alignment) enqueues
+    exactly what launch_scan enqueues for them (kernels, grids, shared memory, parameter
+    bytes, zeroing and memsets), over the layouts' paths; other strides, alignment or
+    switches record anew."""
+    from baracuda._cuda.device import DeviceInfo
+    from baracuda.scan import _kernels as K
+
+    info = DeviceInfo(0, "H100", "sm_90", 132, 232448, 50 * 2**20, True)
+    monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    mod = _FakeModule(1)
+    mod.arch = "sm_90"  # type: ignore[attr-defined]
+    mod.function = lambda name, smem=0: f"fn:{name}"  # type: ignore[attr-defined]
+    log: list[tuple[object, ...]] = []
+
+    def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
+            args: list[object], name: str = "", *, dependent: bool = False,
+            cooperative: bool = False) -> None:  # fmt: skip
+        log.append((fn, grid, block, smem, name, dependent, cooperative,
+                    tuple(bytes(a) for a in args)))  # type: ignore[call-overload]  # fmt: skip
+
+    monkeypatch.setattr(K, "launch", spy)
+    monkeypatch.setattr(K, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
+
+    def enqueue(cache: K.LaunchCache | None, shape: tuple[int, ...], axis: int,
+                strides: tuple[int, ...], base: int, ws: int, op: str = "sum",
+                reverse: bool = False) -> tuple[str, list[tuple[object, ...]]]:  # fmt: skip
+        log.clear()
+        x, y = Slot(base, strides), Slot(base + (1 << 36), strides)
+        layout = "rows" if shape[axis] <= 1 or strides[axis] == 1 else "cols"
+        kw = dict(reverse=reverse, mode=0, operands=[x, None, None, y, None], vec_slots=(0, 3),
+                  itemsize=4, layout=layout, sm_count=132, states_ptr=ws, lines=mod)  # fmt: skip
+        if cache is None:
+            v = K.launch_scan(mod, op, None, shape, axis, **kw)  # type: ignore[arg-type]
+        else:
+            v = cache.launch_scan(mod, op, None, shape, axis, **kw)  # type: ignore[arg-type]
+        return v, list(log)
+
+    cases = [((64, 1024), 1, (1024, 1)), ((4096, 8192), 1, (8192, 1)),
+             ((4096, 8192), 0, (8192, 1)), ((2, 2**23), 1, (2**23, 1)),
+             ((2**20, 2), 0, (2, 1)), ((2**19, 3), 0, (3, 1)), ((3, 50001), 1, (50001, 1)),
+             ((300, 65), 0, (65, 1)), ((7, 5), 0, (1, 7))]  # fmt: skip
+    for lookback, dependent in ((True, True), (True, False), (False, True)):
+        monkeypatch.setattr(K, "LOOKBACK", lookback)
+        monkeypatch.setattr(K, "LB_DEPENDENT", dependent)  # else a memset zeroes the tiles
+        for shape, axis, strides in cases:
+            for op, reverse in (("sum", False), ("prod", True), ("lse", False)):
+                cache = K.LaunchCache()
+                first = enqueue(cache, shape, axis, strides, 1 << 30, 1 << 20, op, reverse)
+                assert first == enqueue(None, shape, axis, strides, 1 << 30, 1 << 20, op, reverse)
+                again = enqueue(cache, shape, axis, strides, 1 << 31, 3 << 20, op, reverse)
+                assert len(cache._recipes) == 1  # replayed
+                want = enqueue(None, shape, axis, strides, 1 << 31, 3 << 20, op, reverse)
+                assert again == want, (shape, axis, op, first[0])
+                # another alignment: recorded anew
+                enqueue(cache, shape, axis, strides, (1 << 31) + 4, 3 << 20, op, reverse)
+                assert len(cache._recipes) == 2
+    cache = K.LaunchCache()
+    enqueue(cache, (2, 2**23), 1, (2**23, 1), 1 << 30, 1 << 20)
+    monkeypatch.setattr(K, "COOP_ROWS", False)  # a switch: recorded anew
+    v, _ = enqueue(cache, (2, 2**23), 1, (2**23, 1), 1 << 30, 1 << 20)
+    assert not v.startswith("coop") and len(cache._recipes) == 2
+
+
+def test_launch_recipes_know_every_switch() -> None:
+    """Every upper-case global of _kernels is a switch the recipes are keyed on, or a
+    constant (a new switch must join _SWITCHES)."""
+    from baracuda.scan import _kernels as K
+
+    names = {n for n in vars(K) if n.isupper() and not n.startswith("_")}
+    assert names <= set(K._SWITCHES) | set(K._FIXED), names - set(K._SWITCHES) - set(K._FIXED)
+    assert not set(K._SWITCHES) & set(K._FIXED)

@@ -575,6 +575,36 @@ def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int],
                      what=f"graph replay {seed}")  # fmt: skip
 
 
+@pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((2**20, 2), 0)], ids=str)
+def test_functional_calls_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int]) -> None:
+    """bc.cumsum and its backward captured in a CUDA graph and replayed on new inputs: the
+    output (torch's graph pool) and the stream-ordered workspace (allocated and freed inside
+    the capture) are the graph's own. (2^20, 2) takes the interleaved lines' kernel, (3,
+    50001) look-back tiles; both need a workspace."""
+    shape, axis = shape_axis
+    x = torch.randn(shape, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        bc.cumsum(x, axis=axis)  # warm: the plans and their launch recipes
+        bc.scan_backward("cumsum", x, axis=axis)
+        with torch.cuda.graph(g, stream=s):
+            y = bc.cumsum(x, axis=axis)
+            dx = bc.scan_backward("cumsum", x, axis=axis)
+    torch.cuda.current_stream().wait_stream(s)
+    for seed in (1, 2):
+        x.copy_(torch.from_numpy(make_input(ScanKind.CUMSUM, shape, seed)).to("cuda"))
+        g.replay()
+        torch.cuda.synchronize()
+        xn = _np64(x)
+        sc = scale_of(ScanKind.CUMSUM, shape[axis])
+        assert_close(y, R.scan(ScanKind.CUMSUM, xn, axis, False), ElementKind.F32, scale=sc,
+                     what=f"graph replay {seed}")  # fmt: skip
+        assert_close(dx, R.scan(ScanKind.CUMSUM, xn, axis, True), ElementKind.F32, scale=sc,
+                     what=f"graph replay backward {seed}")  # fmt: skip
+
+
 @pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:

@@ -61,5 +61,26 @@ class Workspace:
         buf = device.allocate(nbytes, stream=device.create_stream(stream))
         return cls(int(buf.handle), nbytes, dev, owner=buf)
 
+    @classmethod
+    def scratch(cls, nbytes: int, stream: Stream) -> Workspace:
+        """``nbytes`` (> 0) from the current device's stream-ordered pool on ``stream``, owned
+        by the caller until ``release``: for work enqueued right away (the functional API)."""
+        from baracuda._cuda.device import ensure_current
+        from baracuda._cuda.driver import check, driver
+
+        dev = stream.device_id()
+        dev = 0 if dev is None else dev
+        ensure_current(dev)
+        ptr = int(check(driver().cuMemAllocAsync(nbytes, stream.cu), "cuMemAllocAsync"))
+        return cls(ptr, nbytes, dev)
+
+    def release(self, stream: Stream) -> None:
+        """Free a ``scratch`` workspace on ``stream``, after the work enqueued there with it."""
+        from baracuda._cuda.driver import check, driver
+
+        if self.ptr:
+            check(driver().cuMemFreeAsync(self.ptr, stream.cu), "cuMemFreeAsync")
+            self.ptr = 0
+
     def __repr__(self) -> str:
         return f"Workspace(ptr={self.ptr:#x}, nbytes={self.nbytes}, device_id={self.device_id})"

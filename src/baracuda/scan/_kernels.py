@@ -30,10 +30,12 @@ launches.
 from __future__ import annotations
 
 import ctypes
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import Any, overload
 
+from baracuda._cuda import launch as _launch_module
 from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.device import device_info
@@ -760,6 +762,162 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
     return params
 
 
+# ---------------------------------------------------------------------------- launch recipes
+# What launch_scan enqueues depends on the plan (shape, axis, dtype, module), the call site (op,
+# direction, mode, layout), the operands' strides and 16-byte alignment, whether there is a
+# workspace, and the switches above; not on the addresses otherwise. A plan keeps what it
+# enqueued for each of those (LaunchCache) and enqueues it again with the new addresses, which
+# skips the layout logic and the kernel parameters' construction on the per-call path.
+
+_U64 = struct.Struct("@Q")
+_OP_PTR = tuple(Params.op.offset + i * ctypes.sizeof(Operand) + Operand.ptr.offset
+                for i in range(5))  # fmt: skip
+_STATE_PTR = (Params.carry.offset, Params.agg.offset, Params.lb.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One enqueued operation: a kernel of Params (``params`` its bytes, with the byte offsets
+    of the operands' pointers and of the workspace pointers (offset, delta from the
+    workspace)), the workspace's zeroing kernel (``params`` None, ``count`` words) or a memset
+    (``fn`` None, ``count`` bytes)."""
+
+    fn: Any
+    grid: tuple[int, int, int]
+    block: int
+    smem: int
+    name: str
+    params: bytes | None
+    count: int
+    ops: tuple[tuple[int, int], ...]
+    states: tuple[tuple[int, int], ...]
+    dependent: bool
+    cooperative: bool
+
+    def replay(self, stream: Stream, operands: Sequence[Slot | None], states_ptr: int) -> None:
+        if self.fn is None:
+            memset_zero(states_ptr, self.count, stream)
+            return
+        if self.params is None:
+            args: list[Any] = [ctypes.c_uint64(states_ptr), ctypes.c_int64(self.count)]
+            launch(self.fn, self.grid, self.block, 0, stream, args, self.name)
+            return
+        buf = bytearray(self.params)
+        for off, i in self.ops:
+            _U64.pack_into(buf, off, operands[i].ptr)  # type: ignore[union-attr]
+        for off, delta in self.states:
+            _U64.pack_into(buf, off, states_ptr + delta)
+        launch(self.fn, self.grid, self.block, self.smem, stream, [Params.from_buffer(buf)],
+               self.name, dependent=self.dependent, cooperative=self.cooperative)  # fmt: skip
+
+
+class Recorder:
+    """The steps one launch_scan call enqueued, for the operands and workspace it was given."""
+
+    __slots__ = ("operands", "states_ptr", "steps")
+
+    def __init__(self, operands: Sequence[Slot | None], states_ptr: int) -> None:
+        self.operands = operands
+        self.states_ptr = states_ptr
+        self.steps: list[_Step] = []
+
+    def kernel(self, fn: Any, grid: tuple[int, int, int], block: int, smem: int, params: Params,
+               name: str, dependent: bool, cooperative: bool) -> None:  # fmt: skip
+        ops = tuple((_OP_PTR[i], i) for i, o in enumerate(self.operands) if o is not None)
+        raw = bytes(params)
+        states = []
+        for off in _STATE_PTR:
+            v = _U64.unpack_from(raw, off)[0]
+            if v:
+                states.append((off, v - self.states_ptr))
+        self.steps.append(_Step(fn, grid, block, smem, name, raw, 0, ops, tuple(states),
+                                dependent, cooperative))  # fmt: skip
+
+
+def _enqueue(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], block: int, smem: int,
+             stream: Stream, params: Params, name: str, *, dependent: bool = False,
+             cooperative: bool = False) -> None:  # fmt: skip
+    launch(fn, grid, block, smem, stream, [params], name, dependent=dependent,
+           cooperative=cooperative)  # fmt: skip
+    if rec is not None:
+        rec.kernel(fn, grid, block, smem, params, name, dependent, cooperative)
+
+
+def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Stream,
+          states_ptr: int, words: int) -> None:  # fmt: skip
+    args: list[Any] = [ctypes.c_uint64(states_ptr), ctypes.c_int64(words)]
+    launch(fn, grid, BLOCK, 0, stream, args, "scan_zero")
+    if rec is not None:
+        rec.steps.append(_Step(fn, grid, BLOCK, 0, "scan_zero", None, words, (), (), False, False))
+
+
+def _memset(rec: Recorder | None, states_ptr: int, nbytes: int, stream: Stream) -> None:
+    memset_zero(states_ptr, nbytes, stream)
+    if rec is not None:
+        rec.steps.append(_Step(None, (0, 0, 0), 0, 0, "memset", None, nbytes, (), (), False,
+                               False))  # fmt: skip
+
+
+# The module's switches and tunables that launch_scan reads (a cached recipe is used only under
+# the values it was recorded with; the CPU tests check that every upper-case global is here or
+# in _FIXED).
+_SWITCHES = (
+    "PIPELINED_ROWS", "LOOKBACK", "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
+    "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
+    "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
+    "COOP_LINES", "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD",
+)  # fmt: skip
+# constants (mirrors of the kernels' sizes, tables of ops and programs)
+_FIXED = (
+    "OPS", "PIPE_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK", "STRIP_STAGES", "STRIP_SMEM",
+    "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES", "SCAN_GROUPS", "LINES_OPS",
+    "LINES_KINDS", "LINES_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
+    "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
+)  # fmt: skip
+
+
+def _switch_values() -> tuple[object, ...]:
+    g = globals()
+    # WARP_ROWS_PER_SM_OP (a dict) by identity: replaced, never changed in place
+    return (*map(g.__getitem__, _SWITCHES), id(WARP_ROWS_PER_SM_OP),
+            _launch_module.DEPENDENT_LAUNCH)  # fmt: skip
+
+
+class LaunchCache:
+    """A plan's recipes: what ``launch_scan`` enqueued for each (call site, operands' strides
+    and alignment, workspace or none, switches), enqueued again with the new addresses. At most
+    ``limit`` recipes (all dropped when full)."""
+
+    def __init__(self, limit: int = 64) -> None:
+        self._recipes: dict[tuple[object, ...], tuple[str, tuple[_Step, ...]]] = {}
+        self._limit = limit
+
+    def launch_scan(self, module: LoadedModule, op: str, stream: Stream,
+                    shape: tuple[int, ...], axis: int, *, reverse: bool, mode: int,
+                    operands: Sequence[Slot | None], vec_slots: Sequence[int], itemsize: int,
+                    layout: str, sm_count: int, states_ptr: int,
+                    lines: LoadedModule | None = None) -> str:  # fmt: skip
+        """``launch_scan`` with these arguments (``module``, ``shape``, ``axis``,
+        ``itemsize``, ``sm_count`` and ``lines`` the plan's own, the same at every call)."""
+        key = (op, reverse, mode, tuple(vec_slots), layout,
+               tuple(None if o is None else (o.ptr & 15, o.strides) for o in operands),
+               states_ptr & 15, states_ptr == 0, _switch_values())  # fmt: skip
+        hit = self._recipes.get(key)
+        if hit is not None:
+            for step in hit[1]:
+                step.replay(stream, operands, states_ptr)
+            return hit[0]
+        rec = Recorder(operands, states_ptr)
+        variant = launch_scan(module, op, stream, shape, axis, reverse=reverse, mode=mode,
+                              operands=operands, vec_slots=vec_slots, itemsize=itemsize,
+                              layout=layout, sm_count=sm_count, states_ptr=states_ptr,
+                              lines=lines, rec=rec)  # fmt: skip
+        if len(self._recipes) >= self._limit:
+            self._recipes.clear()
+        self._recipes[key] = (variant, tuple(rec.steps))
+        return variant
+
+
 def launch_scan(
     module: LoadedModule,
     op: str,
@@ -776,11 +934,13 @@ def launch_scan(
     sm_count: int,
     states_ptr: int,
     lines: LoadedModule | None = None,
+    rec: Recorder | None = None,
 ) -> str:
     """Enqueue one scan (1 or 3 kernels). ``operands`` are the 5 slots IN0, IN1, IN2, OUT, AUX
     (None when unused); ``vec_slots`` the slots of element type whose alignment decides the
     vector path; ``lines`` the program of ``op`` over interleaved lines (``lines_module``),
-    if loaded. Returns the variant run, for ``sku``/tests."""
+    if loaded; ``rec`` records every launch (``LaunchCache``). Returns the variant run, for
+    ``sku``/tests."""
     total = numel(shape)
     if total == 0:
         return "empty"
@@ -803,8 +963,8 @@ def launch_scan(
         if sw and _smem_room(module, kernel) >= STRIP_SMEM:
             params.width = sw
             strips = rows * itemsize // sw
-            launch(module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK, STRIP_SMEM,
-                   stream, [params], kernel)  # fmt: skip
+            _enqueue(rec, module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK,
+                     STRIP_SMEM, stream, params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
     if pipeable and op in STRIP_OPS and _ring_rows(params, operands, itemsize):
         kernel = f"scan_{op}_ring"
@@ -812,8 +972,8 @@ def launch_scan(
             per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
             grid = _ring_grid(rows, sm_count, per_sm)
             if grid:
-                launch(module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK, RING_SMEM,
-                       stream, [params], kernel)  # fmt: skip
+                _enqueue(rec, module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK,
+                         RING_SMEM, stream, params, kernel)  # fmt: skip
                 return f"ring{grid}"
     if lines is not None and layout == "cols" and op in LINES_OPS:
         g = coop_lines(shape, axis, operands, itemsize)
@@ -823,7 +983,7 @@ def launch_scan(
             run = [None if o is None else Slot(o.ptr, (1,)) for o in operands]
             lp = _params((n,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
             lp.vec = 1  # coop_lines: 16-byte aligned, whole rows
-            _launch_coop(lines, op, stream, lp, coop, 1, reverse, g, states_ptr)
+            _launch_coop(lines, op, stream, lp, coop, 1, reverse, g, states_ptr, rec)
             return f"coop{g}x{coop.nchunks}"
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
     # staged lbcols tiles hold 16 positions a thread (never wide)
@@ -843,7 +1003,7 @@ def launch_scan(
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
         coop = coop_split(module, op, rows, n, itemsize, reverse)
         if coop is not None:
-            _launch_coop(module, op, stream, params, coop, rows, reverse, 1, states_ptr)
+            _launch_coop(module, op, stream, params, coop, rows, reverse, 1, states_ptr, rec)
             return f"coopx{coop.nchunks}"
     if ch.layout == "lbcols" and params.vec:
         variant = "lbstage"
@@ -864,16 +1024,15 @@ def launch_scan(
         if dependent:
             words = zero_bytes // 4
             zgrid = (max(1, min(_cdiv(words, BLOCK), sm_count)), 1, 1)
-            zargs = [ctypes.c_uint64(states_ptr), ctypes.c_int64(words)]
-            launch(module.function("scan_zero"), zgrid, BLOCK, 0, stream, zargs, "scan_zero")
+            _zero(rec, module.function("scan_zero"), zgrid, stream, states_ptr, words)
         else:
-            memset_zero(states_ptr, zero_bytes, stream)
+            _memset(rec, states_ptr, zero_bytes, stream)
         tiles = ch.tiles
         if variant == "lbpair":  # a tile holds two groups
             tiles = _cdiv(ch.groups, 2) * ch.nchunks
         grid = max(1, min(tiles, sm_count * 8))
         smem = _stage_bytes(ch, itemsize) if ch.layout == "lbcols" and params.vec else 0
-        launch(fn, (grid, 1, 1), BLOCK, smem, stream, [params], kernel, dependent=dependent)
+        _enqueue(rec, fn, (grid, 1, 1), BLOCK, smem, stream, params, kernel, dependent=dependent)
         return f"{variant}x{tiles}"
     items = rows * ch.nchunks
     if ch.layout == "cols":
@@ -882,10 +1041,10 @@ def launch_scan(
         per_block = 8 if ch.layout == "rows1" else 1
         grid = max(1, min(-(-items // per_block), sm_count * 64))
     if ch.nchunks == 1:
-        launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
+        _enqueue(rec, fn, (grid, 1, 1), BLOCK, 0, stream, params, kernel)
         return variant
     params.agg = states_ptr
-    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel)
+    _enqueue(rec, fn, (grid, 1, 1), BLOCK, 0, stream, params, kernel)
     params.agg = 0
     params.carry = states_ptr
     states = "states8" if ch.nchunks > 128 else "states1"
@@ -894,14 +1053,15 @@ def launch_scan(
     # the states and final passes start while the pass before drains (sm_90: scan.cu's chunk
     # kernels wait for it in bc::pdl_wait)
     dep = dependent_launches(module.arch)
-    launch(sfn, (sgrid, 1, 1), BLOCK, 0, stream, [params], f"scan_{op}_{states}", dependent=dep)
-    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [params], kernel, dependent=dep)
+    _enqueue(rec, sfn, (sgrid, 1, 1), BLOCK, 0, stream, params, f"scan_{op}_{states}",
+             dependent=dep)  # fmt: skip
+    _enqueue(rec, fn, (grid, 1, 1), BLOCK, 0, stream, params, kernel, dependent=dep)
     return f"{ch.layout}x{ch.nchunks}"
 
 
 def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
-                 coop: CoopSplit, rows: int, reverse: bool, lines: int,
-                 states_ptr: int) -> None:  # fmt: skip
+                 coop: CoopSplit, rows: int, reverse: bool, lines: int, states_ptr: int,
+                 rec: Recorder | None) -> None:  # fmt: skip
     """Enqueue the cooperative kernel over ``rows`` lines (or one run of ``lines``
     interleaved lines) cut as ``coop`` says, the pieces' totals in the workspace."""
     kernel = coop_kernel(op, reverse, lines)
@@ -910,7 +1070,7 @@ def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
     params.agg = states_ptr
     fn = module.function(kernel, coop.smem)
     grid, block = (rows * coop.nchunks, 1, 1), 32 * coop.warps
-    launch(fn, grid, block, coop.smem, stream, [params], kernel, cooperative=True)
+    _enqueue(rec, fn, grid, block, coop.smem, stream, params, kernel, cooperative=True)
 
 
 def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int,

@@ -11,7 +11,7 @@ from baracuda._functional import (
     finish,
     is_cuda_array,
     resolve_stream,
-    workspace_for,
+    run_plan,
 )
 from baracuda.errors import InvalidProblem
 from baracuda.scan import reference
@@ -59,7 +59,7 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
     plan = cached_plan(ScanPlan, s, desc)
     y = empty_like(x, stream=s)
     idx = empty_like(x, dtype=IndexElementKind.I64, stream=s) if extremum else None
-    plan.run(s, workspace_for(plan, s), ScanArgs(x, y, idx))
+    run_plan(plan, s, ScanArgs(x, y, idx))
     return (finish(y), finish(idx)) if extremum else finish(y)
 
 
@@ -154,5 +154,5 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     desc = ScanBackwardDescriptor(k, tuple(dy.shape), axis, element_of(dy), reverse, tb)
     plan = cached_plan(ScanBackwardPlan, s, desc)
     dx = empty_like(dy, stream=s)
-    plan.run(s, workspace_for(plan, s), ScanBackwardArgs(dy, dx, x, y))
+    run_plan(plan, s, ScanBackwardArgs(dy, dx, x, y))
     return finish(dx)

@@ -1431,7 +1431,9 @@ __device__ void scan_pipe(const Params& P) {
 // memory. Where the pieces fit in registers and shared memory, every element is read from
 // memory once. A warp's rows past start from its carry combined with the folds of its kept
 // rows, which takes the ops to be commutative (sum, prod, lse are). The line's partial last
-// row is read and scanned as pipe1 does (a lane's K consecutive positions).
+// row is read and scanned as pipe1 does (a lane's K consecutive positions). The same kernel
+// takes 2 or 4 interleaved lines (a tensor (n, G) along dim 0) as one line of n positions of
+// G values each (LinesOp), whole rows only (scan_<op>_coop2, _coop4: sum and prod).
 //
 // On the H100, cumsum over (2, 2^23) f32 (time_us): a standalone version of this design (sum
 // only, contiguous lines) took 55.0 us; round 14's kernel of two-row tiles, whose rows read
@@ -2521,13 +2523,14 @@ __device__ void scan_ring(const Params& P) {
 
 // One program per group of ops (baracuda.scan._kernels.SCAN_GROUPS): the host compiles this
 // file once per group with BC_SCAN_GROUP_<NAME> defined, so a plan compiles only its own
-// kernels. Every op's kernels are in exactly one group.
+// kernels. Every kernel is in exactly one group (the interleaved lines' coop entries of sum
+// and prod are groups of their own: LINES_GROUPS).
 #if defined(BC_SCAN_GROUP_SUM) + defined(BC_SCAN_GROUP_PROD) + defined(BC_SCAN_GROUP_MAX) + \
         defined(BC_SCAN_GROUP_LSE) + defined(BC_SCAN_GROUP_PROD_BWD) +                     \
         defined(BC_SCAN_GROUP_LSE_BWD) + defined(BC_SCAN_GROUP_MAX_BWD) +                  \
         defined(BC_SCAN_GROUP_SUM_LINES) + defined(BC_SCAN_GROUP_PROD_LINES) !=            \
     1
-#error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (see baracuda.scan._kernels.SCAN_GROUPS)"
+#error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (baracuda.scan._kernels.SCAN_SOURCES)"
 #endif
 
 // Every program: the look-back workspace's zeroing (op- and dtype-independent).

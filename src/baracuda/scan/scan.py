@@ -16,7 +16,7 @@ from baracuda.errors import InvalidProblem, Unsupported
 from baracuda.scan._kernels import (
     IN0,
     OUT,
-    launch_scan,
+    LaunchCache,
     layout_of,
     lines_module,
     scan_source,
@@ -141,6 +141,7 @@ class ScanPlanBase(Plan[DS, AS, VS]):
         self._ws = state_bytes(desc.shape, axis, desc.element.itemsize, self._sm_count)
         self._lines = lines_module(self.LINES_OP.get(desc.kind), desc.shape, axis, desc.element,
                                    device_id)  # fmt: skip
+        self._launches = LaunchCache()  # what each call enqueues, by layout
 
     @classmethod
     def select(cls: type[PS], stream: object, desc: _ScanFields,
@@ -208,7 +209,7 @@ class ScanPlan(
         x, y, idx = views
         d = self.desc
         mode = max_mode(d.kind, d.tie_break) if d.kind in EXTREMA else 0
-        launch_scan(
+        self._launches.launch_scan(
             self._module, _FORWARD_OP[d.kind], stream, d.shape, self._axis,
             reverse=d.reverse, mode=mode,
             operands=[slot(x), None, None, slot(y), slot(idx)], vec_slots=(IN0, OUT),

@@ -31,7 +31,6 @@ from baracuda.scan._kernels import (
     Slot,
     flag_strides,
     launch_max_backward,
-    launch_scan,
     layout_of,
     slot,
 )
@@ -163,10 +162,11 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
 
         def run(op: str, reverse: bool, mode: int, operands: list[Slot | None],
                 vec_slots: tuple[int, ...]) -> None:  # fmt: skip
-            launch_scan(self._module, op, stream, d.shape, ax, reverse=reverse, mode=mode,
-                        operands=operands, vec_slots=vec_slots, itemsize=d.element.itemsize,
-                        layout=layout, sm_count=self._sm_count, states_ptr=states,
-                        lines=self._lines)  # fmt: skip
+            self._launches.launch_scan(
+                self._module, op, stream, d.shape, ax, reverse=reverse, mode=mode,
+                operands=operands, vec_slots=vec_slots, itemsize=d.element.itemsize,
+                layout=layout, sm_count=self._sm_count, states_ptr=states, lines=self._lines,
+            )  # fmt: skip
 
         back = not d.reverse
         if d.kind is ScanKind.CUMSUM:

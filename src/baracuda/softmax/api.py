@@ -11,7 +11,7 @@ from baracuda._functional import (
     finish,
     is_cuda_array,
     resolve_stream,
-    workspace_for,
+    run_plan,
 )
 from baracuda.errors import InvalidProblem
 from baracuda.softmax import reference
@@ -64,7 +64,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     s = resolve_stream(stream, x)
     out = empty_like(x, stream=s)
     plan = cached_plan(SparsemaxPlan, s, SparsemaxDescriptor(tuple(x.shape), ax, element_of(x)))
-    plan.run(s, workspace_for(plan, s), SparsemaxArgs(x, out))
+    run_plan(plan, s, SparsemaxArgs(x, out))
     return finish(out)
 
 
@@ -90,5 +90,5 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     dx = empty_like(dy, stream=s)
     desc = SparsemaxBackwardDescriptor(tuple(dy.shape), ax, element_of(dy))
     plan = cached_plan(SparsemaxBackwardPlan, s, desc)
-    plan.run(s, workspace_for(plan, s), SparsemaxBackwardArgs(dy, y, dx))
+    run_plan(plan, s, SparsemaxBackwardArgs(dy, y, dx))
     return finish(dx)
