@@ -412,6 +412,16 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
         assert any(nm.endswith("_pipe1") for nm in names), names
 
 
+def _coop_input(kind: ScanKind, element: ElementKind, shape: tuple[int, ...], seed: int) -> Any:
+    """An input of the cooperative kernel's tests: make_input's values, and for cumprod random
+    signs (exact products that depend on every carry)."""
+    if kind is ScanKind.CUMPROD:
+        xn = np.random.default_rng(seed).choice([-1.0, 1.0], shape)
+    else:
+        xn = make_input(kind, shape, seed)
+    return torch.from_numpy(xn).to("cuda", torch_dtype(element))
+
+
 def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
     """Inputs of the cooperative kernel (scan_coop) for one op and dtype: 3 lines of 24-44
     pieces (by dtype, on an H100) with a partial last row and warps of 1-5 rows of 512
@@ -421,14 +431,8 @@ def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
     registers, the next in shared memory, and reads the rest again (the row logic is the
     same for every op). cumprod takes random
     signs (exact products that depend on every carry)."""
-    dt = torch_dtype(element)
-
     def make(shape: tuple[int, ...], seed: int) -> Any:
-        if kind is ScanKind.CUMPROD:
-            xn = np.random.default_rng(seed).choice([-1.0, 1.0], shape)
-        else:
-            xn = make_input(kind, shape, seed)
-        return torch.from_numpy(xn).to("cuda", dt)
+        return _coop_input(kind, element, shape, seed)
 
     cases = [
         ("3 x 100008", make((3, 100_008), 22)),
@@ -479,15 +483,10 @@ def _lines_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, i
     8-byte types) or 40 MiB (2-byte) of 2 lines, past registers and shared memory; and
     shapes it must not take: a run of partial rows, 3 lines, 4 lines of f64, the first 2
     lines of 4."""
-    dt = torch_dtype(element)
     lanes = 16 // element.itemsize
 
     def make(shape: tuple[int, ...], seed: int) -> Any:
-        if kind is ScanKind.CUMPROD:
-            xn = np.random.default_rng(seed).choice([-1.0, 1.0], shape)
-        else:
-            xn = make_input(kind, shape, seed)
-        return torch.from_numpy(xn).to("cuda", dt)
+        return _coop_input(kind, element, shape, seed)
 
     n4 = 100_096  # whole 512-byte rows for 4 lines of any type (a multiple of 256)
     flat = make((2 * 2**19 + lanes,), 32)
