@@ -297,7 +297,7 @@ def test_lines_program_only_for_shapes_that_may_take_it(monkeypatch: pytest.Monk
     assert K.lines_module("prod", (2**18, 4), 0, ElementKind.BF16, 0) == "module"  # type: ignore[comparison-overlap]
     loaded.clear()
     assert K.lines_module("lse", (2**20, 2), 0, F32, 0) is None  # no program over lines
-    assert K.lines_module(None, (2**20, 2), 0, F32, 0) is None
+    assert K.lines_module("prod_bwd", (2**20, 2), 0, F32, 0) is None
     assert K.lines_module("sum", (2**20, 3), 0, F32, 0) is None
     assert K.lines_module("sum", (2**20 + 8, 2), 0, F32, 0) is None  # partial rows
     assert K.lines_module("sum", (2**20, 4), 0, ElementKind.F64, 0) is None  # 32-byte positions
@@ -506,11 +506,11 @@ def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
             mine = _ALL_ENTRIES & ({f"scan_{op}"} | {f"scan_{op}_{k}" for k in _KINDS})
             assert mine and mine <= set(entries), (plan.NAME, kind, op)
         assert _SHARED in entries
-        lines_op = plan.LINES_OP.get(kind)
-        if lines_op is not None:  # its kernels over interleaved lines: a program of their own
-            assert lines_op in ops[kind]
-            lines = SCAN_SOURCES[LINES_GROUPS[lines_op]].entries
-            assert set(lines) == {_SHARED} | {f"scan_{lines_op}_{k}" for k in LINES_KINDS}
+        group = plan.GROUPS[kind]
+        if group in LINES_GROUPS:  # its kernels over interleaved lines: a program of their own
+            assert group in ops[kind]  # the group of an op of LINES_OPS holds that op alone
+            lines = SCAN_SOURCES[LINES_GROUPS[group]].entries
+            assert set(lines) == {_SHARED} | {f"scan_{group}_{k}" for k in LINES_KINDS}
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

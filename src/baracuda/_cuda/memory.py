@@ -48,15 +48,13 @@ class Workspace:
     @classmethod
     def allocate(cls, nbytes: int, stream: Stream, device_id: int | None = None) -> Workspace:
         """Allocate ``nbytes`` from the device's stream-ordered memory pool on ``stream``."""
-        from baracuda._cuda.device import core_device, ensure_current
+        from baracuda._cuda.device import core_device
 
         if nbytes < 0:
             raise InvalidProblem(f"Workspace.allocate: nbytes must be >= 0 (got {nbytes})")
         if nbytes == 0:
             return cls.none()
-        dev = device_id if device_id is not None else stream.device_id()
-        dev = 0 if dev is None else dev
-        ensure_current(dev)
+        dev = _current_device(stream, device_id)
         device = core_device(dev)
         buf = device.allocate(nbytes, stream=device.create_stream(stream))
         return cls(int(buf.handle), nbytes, dev, owner=buf)
@@ -65,12 +63,9 @@ class Workspace:
     def scratch(cls, nbytes: int, stream: Stream) -> Workspace:
         """``nbytes`` (> 0) from the current device's stream-ordered pool on ``stream``, owned
         by the caller until ``release``: for work enqueued right away (the functional API)."""
-        from baracuda._cuda.device import ensure_current
         from baracuda._cuda.driver import check, driver
 
-        dev = stream.device_id()
-        dev = 0 if dev is None else dev
-        ensure_current(dev)
+        dev = _current_device(stream)
         ptr = int(check(driver().cuMemAllocAsync(nbytes, stream.cu), "cuMemAllocAsync"))
         return cls(ptr, nbytes, dev)
 
@@ -84,3 +79,13 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace(ptr={self.ptr:#x}, nbytes={self.nbytes}, device_id={self.device_id})"
+
+
+def _current_device(stream: Stream, device_id: int | None = None) -> int:
+    """``device_id``, else ``stream``'s device (0 for the default streams), made current."""
+    from baracuda._cuda.device import ensure_current
+
+    dev = device_id if device_id is not None else stream.device_id()
+    dev = 0 if dev is None else dev
+    ensure_current(dev)
+    return dev

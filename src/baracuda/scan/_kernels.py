@@ -147,13 +147,23 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
     width = min(32, _pow2(rows))  # _lb_cols
     if itemsize == 8 or rows != width or n % lanes:
         return False
+    return _one_run(shape, axis, operands, width)
+
+
+def _one_run(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+             width: int) -> bool:  # fmt: skip
+    """Whether the ``width`` lines of ``shape`` (all of them, ``width`` > 1) are one run of
+    memory in IN0 and OUT: adjacent (the one outer dim of extent > 1 has stride 1), axis
+    stride ``width`` (each position's lines follow the previous position's), 16-byte aligned
+    data (``_stageable``, ``coop_lines``)."""
+    if width < 2:
+        return False
     for i in (IN0, OUT):
         o = operands[i]
         if o is None or o.ptr % 16:
             return False
         oshape, ostrides, _, axis_strides = split_axis(shape, [o.strides], axis)
-        dims = [(d, st) for d, st in zip(oshape, ostrides[0], strict=True) if d > 1]
-        if len(dims) != 1 or dims[0][1] != 1 or axis_strides[0] != width:
+        if oshape != (width,) or ostrides[0] != (1,) or axis_strides[0] != width:
             return False
     return True
 
@@ -399,15 +409,7 @@ def coop_lines(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
     g = lines_shape(shape, axis, itemsize)
     if not COOP_LINES or used != [IN0, OUT] or not g:
         return 0
-    for i in used:
-        o = operands[i]
-        assert o is not None
-        if o.ptr % 16:
-            return 0
-        oshape, ostrides, _, axis_strides = split_axis(shape, [o.strides], axis)
-        if oshape != (g,) or ostrides[0] != (1,) or axis_strides[0] != g:
-            return 0
-    return g
+    return g if _one_run(shape, axis, operands, g) else 0
 
 
 # Switch: the cummax/cummin backward in one kernel (scan_max_bwd_rows: a warp per line scans
@@ -484,13 +486,14 @@ def lines_shape(shape: Sequence[int], axis: int, itemsize: int) -> int:
     return g
 
 
-def lines_module(op: str | None, shape: Sequence[int], axis: int, element: ElementKind,
+def lines_module(group: str, shape: Sequence[int], axis: int, element: ElementKind,
                  device_id: int) -> LoadedModule | None:  # fmt: skip
-    """The program of ``op``'s kernels over interleaved lines on ``device_id``, compiled and
-    loaded where the shape may take them (``lines_shape``), else None."""
-    if op not in LINES_GROUPS or not lines_shape(shape, axis, element.itemsize):
+    """The program over interleaved lines of the op of ``group`` (a key of SCAN_GROUPS; the
+    groups of LINES_OPS hold that op alone) on ``device_id``, compiled and loaded where the
+    shape may take its kernels (``lines_shape``), else None."""
+    if group not in LINES_GROUPS or not lines_shape(shape, axis, element.itemsize):
         return None
-    return load_module(SCAN_SOURCES[LINES_GROUPS[op]], element, device_id)
+    return load_module(SCAN_SOURCES[LINES_GROUPS[group]], element, device_id)
 
 
 BLOCK = 256
@@ -779,8 +782,8 @@ _STATE_PTR = (Params.carry.offset, Params.agg.offset, Params.lb.offset)
 class _Step:
     """One enqueued operation: a kernel of Params (``params`` its bytes, with the byte offsets
     of the operands' pointers and of the workspace pointers (offset, delta from the
-    workspace)), the workspace's zeroing kernel (``params`` None, ``count`` words) or a memset
-    (``fn`` None, ``count`` bytes)."""
+    workspace)), or the zeroing of ``count`` words of the workspace (``params`` None): by the
+    zeroing kernel ``fn``, or a memset (``fn`` None)."""
 
     fn: Any
     grid: tuple[int, int, int]
@@ -796,7 +799,7 @@ class _Step:
 
     def replay(self, stream: Stream, operands: Sequence[Slot | None], states_ptr: int) -> None:
         if self.fn is None:
-            memset_zero(states_ptr, self.count, stream)
+            memset_zero(states_ptr, 4 * self.count, stream)
             return
         if self.params is None:
             args: list[Any] = [ctypes.c_uint64(states_ptr), ctypes.c_int64(self.count)]
@@ -845,17 +848,12 @@ def _enqueue(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], block: i
 
 def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Stream,
           states_ptr: int, words: int) -> None:  # fmt: skip
-    args: list[Any] = [ctypes.c_uint64(states_ptr), ctypes.c_int64(words)]
-    launch(fn, grid, BLOCK, 0, stream, args, "scan_zero")
+    """Zero ``words`` words of the workspace: with the zeroing kernel ``fn``, or (``fn``
+    None) a memset."""
+    step = _Step(fn, grid, BLOCK, 0, "scan_zero", None, words, (), (), False, False)
+    step.replay(stream, (), states_ptr)
     if rec is not None:
-        rec.steps.append(_Step(fn, grid, BLOCK, 0, "scan_zero", None, words, (), (), False, False))
-
-
-def _memset(rec: Recorder | None, states_ptr: int, nbytes: int, stream: Stream) -> None:
-    memset_zero(states_ptr, nbytes, stream)
-    if rec is not None:
-        rec.steps.append(_Step(None, (0, 0, 0), 0, 0, "memset", None, nbytes, (), (), False,
-                               False))  # fmt: skip
+        rec.steps.append(step)
 
 
 # The module's switches and tunables that launch_scan reads (a cached recipe is used only under
@@ -1021,12 +1019,12 @@ def launch_scan(
         params.groups, params.width = ch.groups, ch.width
         zero_bytes = _lb_zeroed_bytes(ch, packed)
         dependent = LB_DEPENDENT and dependent_launches(module.arch)
+        words = zero_bytes // 4
         if dependent:
-            words = zero_bytes // 4
             zgrid = (max(1, min(_cdiv(words, BLOCK), sm_count)), 1, 1)
             _zero(rec, module.function("scan_zero"), zgrid, stream, states_ptr, words)
         else:
-            _memset(rec, states_ptr, zero_bytes, stream)
+            _zero(rec, None, (0, 0, 0), stream, states_ptr, words)
         tiles = ch.tiles
         if variant == "lbpair":  # a tile holds two groups
             tiles = _cdiv(ch.groups, 2) * ch.nchunks

@@ -128,9 +128,6 @@ class ScanPlanBase(Plan[DS, AS, VS]):
     OP_SUFFIX: ClassVar[str] = ""  # appended to the kind in the SKU
     # the program of scan.cu (a group of baracuda.scan._kernels.SCAN_GROUPS) per kind
     GROUPS: ClassVar[Mapping[ScanKind, str]]
-    # the op per kind whose program over interleaved lines (_kernels.LINES_GROUPS) the plan
-    # loads where its shape may take it
-    LINES_OP: ClassVar[Mapping[ScanKind, str]] = {}
 
     def __init__(self, desc: DS, stream: Stream, device_id: int, pref: PlanPreference,
                  module: LoadedModule, axis: int) -> None:  # fmt: skip
@@ -139,7 +136,9 @@ class ScanPlanBase(Plan[DS, AS, VS]):
         self._axis = axis
         self._sm_count = device_info(device_id).sm_count
         self._ws = state_bytes(desc.shape, axis, desc.element.itemsize, self._sm_count)
-        self._lines = lines_module(self.LINES_OP.get(desc.kind), desc.shape, axis, desc.element,
+        # the group's kernels over interleaved lines, where it has them and the shape may take
+        # them (cumsum, cumprod, the cumsum backward)
+        self._lines = lines_module(self.GROUPS[desc.kind], desc.shape, axis, desc.element,
                                    device_id)  # fmt: skip
         self._launches = LaunchCache()  # what each call enqueues, by layout
 
@@ -186,7 +185,6 @@ class ScanPlan(
     NAME = "ScanPlan"
     # each forward op's kernels are the group of that name
     GROUPS: ClassVar[Mapping[ScanKind, str]] = _FORWARD_OP
-    LINES_OP: ClassVar[Mapping[ScanKind, str]] = {ScanKind.CUMSUM: "sum", ScanKind.CUMPROD: "prod"}
 
     def _bind(self, args: ScanArgs,
               stream: Stream) -> tuple[TensorView, TensorView, TensorView | None]:  # fmt: skip

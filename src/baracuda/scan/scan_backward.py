@@ -121,7 +121,6 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
         ScanKind.CUMMIN: "max_bwd",
         ScanKind.LOGCUMSUMEXP: "lse_bwd",
     }
-    LINES_OP: ClassVar[Mapping[ScanKind, str]] = {ScanKind.CUMSUM: "sum"}
 
     def __init__(self, desc: ScanBackwardDescriptor, stream: Stream, device_id: int,
                  pref: PlanPreference, module: LoadedModule, axis: int) -> None:  # fmt: skip
