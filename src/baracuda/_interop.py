@@ -11,7 +11,17 @@ from typing import Any
 from baracuda._cuda.view import DL_CUDA, TensorView, check_span, dlpack_dtype
 from baracuda.errors import Unsupported
 
-__all__ = ["framework_of", "fast_view", "current_stream_handle", "reject_tracer"]
+__all__ = [
+    "framework_of",
+    "fast_view",
+    "current_stream_handle",
+    "reject_tracer",
+    "torch_signature",
+    "torch_view",
+    "torch_out_view",
+    "torch_stream",
+    "torch_empty",
+]
 
 _TORCH_DTYPES: dict[Any, tuple[int, int]] = {}
 
@@ -105,6 +115,52 @@ def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:
         readonly=False,
         owner=obj,
     )
+
+
+# -- torch tensors on the functional API's cached path (baracuda._functional.BoundCalls) ----
+
+
+def torch_signature(x: Any) -> tuple[tuple[Any, ...], int] | None:
+    """``(signature, data pointer)`` of a plain ``torch.Tensor`` on a CUDA device, else None
+    (other frameworks, subclasses, CPU tensors, dtypes without a DLPack code). The signature,
+    (dtype, shape, strides, device, pointer mod 16), decides every check a plan makes of
+    the tensor: two tensors of one signature are both accepted or both refused."""
+    torch = sys.modules.get("torch")
+    if torch is None or type(x) is not torch.Tensor:
+        return None
+    dev = x.get_device()
+    if dev < 0 or x.dtype not in _torch_dtypes(torch):
+        return None
+    ptr = x.data_ptr()
+    return (x.dtype, x.shape, x.stride(), dev, ptr & 15), ptr
+
+
+def torch_view(x: Any, signature: tuple[Any, ...], ptr: int) -> TensorView:
+    """The view ``fast_view`` makes of ``x``, from its ``torch_signature``."""
+    dtype, shape, strides, dev, _ = signature
+    return TensorView(ptr, shape, strides, _TORCH_DTYPES[dtype], DL_CUDA, dev, False, x)
+
+
+def torch_out_view(out: Any) -> TensorView:
+    """The view of an output allocated by ``torch_empty`` (a plain torch CUDA tensor)."""
+    sig = torch_signature(out)
+    assert sig is not None, "an output of torch_empty"
+    return torch_view(out, *sig)
+
+
+def torch_stream(device: int) -> int:
+    """torch's current stream on ``device`` (torch is imported: a torch tensor was passed)."""
+    return _torch_stream(sys.modules["torch"], device)
+
+
+def torch_empty(like: Any, dtype: str | None = None) -> Any:
+    """A contiguous uninitialised tensor of ``like``'s shape on its device, of ``like``'s
+    dtype or of torch's ``dtype`` ("int64"), as ``baracuda._functional.empty_like`` makes
+    it."""
+    torch = sys.modules["torch"]
+    if dtype is None:
+        return torch.empty_like(like, memory_format=torch.contiguous_format)
+    return torch.empty(like.shape, dtype=getattr(torch, dtype), device=like.device)
 
 
 def current_stream_handle(x: object, device: int) -> int | None:

@@ -112,3 +112,58 @@ def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(InvalidProblem, match="spans"):
         fast_view(fake.ndarray((4, 3), (2**62 - 4, 4), "float32"), 77)
     assert fast_view(object(), 77) is None
+
+
+def test_torch_signature_only_for_plain_cuda_tensors() -> None:
+    """The functional API's bound path (BoundCalls) is for plain torch CUDA tensors: CPU
+    tensors, subclasses and other arrays have no signature and always take the checks."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from baracuda._interop import torch_signature
+
+    x = torch.ones(4, 5)
+    assert torch_signature(x) is None
+    assert torch_signature(torch.nn.Parameter(x)) is None
+    assert torch_signature(np.ones((4, 5), np.float32)) is None
+    assert torch_signature(torch.ones(4, 5, device="meta")) is None
+    assert torch_signature(None) is None
+
+
+def test_bound_calls_are_bounded() -> None:
+    calls = _functional.BoundCalls(limit=3)
+    for i in range(3):
+        calls.put(("k", i), i)
+    assert len(calls) == 3 and calls.get(("k", 1)) == 1
+    calls.put(("k", 3), 3)  # full: every key dropped, then this one kept
+    assert len(calls) == 1 and calls.get(("k", 0)) is None and calls.get(("k", 3)) == 3
+    calls.clear()
+    assert len(calls) == 0
+
+
+@pytest.mark.parametrize("kind", ["cumsum", "cumprod", "cummax", "logcumsumexp"])
+def test_bound_backward_passes_the_saved_tensors_its_kind_needs(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound path of scan_backward hands the plan the views ``_bind`` would: dy, dx, and
+    x / y only where the kind's backward reads them (the seed's table)."""
+    from baracuda.scan import api
+    from baracuda.scan.scan_backward import needs_saved_x, needs_saved_y
+    from baracuda.types import ScanKind
+
+    k = ScanKind(kind)
+    seen: list[tuple[object, ...]] = []
+    # a signature's fourth field is the device
+    monkeypatch.setattr(_functional, "torch_signature", lambda t: (("sig", t, 0, 0), 0))
+    monkeypatch.setattr(api, "bound_stream", lambda sig: 0)
+    monkeypatch.setattr(api, "torch_empty", lambda like, dtype=None: "dx")
+    monkeypatch.setattr(api, "torch_view", lambda t, sig, ptr: f"view {t}")
+    monkeypatch.setattr(api, "torch_out_view", lambda t: f"out {t}")
+    monkeypatch.setattr(api, "run_bound", lambda plan, s, views: seen.append(views))
+    monkeypatch.setattr(api, "_BOUND", _functional.BoundCalls())
+    key = (k, 1, False, api.TieBreak.FIRST, ("sig", "dy", 0, 0), ("sig", "x", 0, 0),
+           ("sig", "y", 0, 0))  # fmt: skip
+    api._BOUND.put(key, "plan")
+    assert api.scan_backward(kind, "dy", x="x", y="y", axis=1) == "dx"
+    assert seen == [("view dy", "out dx", "view x" if needs_saved_x(k) else None,
+                     "view y" if needs_saved_y(k) else None)]  # fmt: skip

@@ -604,6 +604,132 @@ def test_functional_calls_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int])
                      what=f"graph replay backward {seed}")  # fmt: skip
 
 
+def _same_signature(x: Any, kind: ScanKind, seed: int) -> Any:
+    """A tensor of ``x``'s signature (dtype, shape, strides, storage offset, so its address
+    mod 16) holding other values, in a storage of its own."""
+    n = x.untyped_storage().nbytes() // x.element_size()
+    flat = torch.from_numpy(make_input(kind, (n,), seed)).to("cuda", x.dtype)
+    return flat.as_strided(tuple(x.shape), x.stride(), x.storage_offset())
+
+
+def _poison_pool(shape: tuple[int, ...], dt: Any) -> None:
+    """Freed blocks of torch's caching allocator filled with NaN (and -7 for int64), so the
+    outputs the functional API allocates next most likely start poisoned."""
+    bufs = [torch.full(shape, float("nan"), dtype=dt, device="cuda") for _ in range(3)]
+    bufs += [torch.full(shape, -7, dtype=torch.int64, device="cuda") for _ in range(3)]
+    del bufs
+
+
+def _same(a: Any, b: Any, what: str) -> None:
+    torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{what}: {m}")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_functional_bound_calls(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """A functional call on plain torch tensors whose signatures a checked call accepted takes
+    the bound path (no checks, no descriptor: api._BOUND). On new tensors of those signatures
+    (other values, other addresses), on another current stream, for every layout and both
+    directions, forward and backward: bit for bit what the checked path gives (a call with an
+    explicit stream always takes it), and the float64 reference."""
+    checked: list[str] = []
+    real = api.run_plan
+
+    def spy(plan: Any, s: Any, args: Any) -> None:
+        checked.append(type(plan).__name__)
+        real(plan, s, args)
+
+    monkeypatch.setattr(api, "run_plan", spy)
+    dt = torch_dtype(element)
+    fwd = getattr(bc, kind.value)
+    ties = ("first", "last") if kind in EXTREMA else ("first",)
+    for shape, axis in (((37, 129), -1), ((300, 65), 0), ((3, 50001), 1)):
+        for rev in (False, True):
+            for name, x0 in layouts(shape, dt, kind).items():
+                what = f"{name} {shape} axis={axis} rev={rev}"
+                tie = ties[len(name) % len(ties)]
+                kw: dict[str, Any] = {"tie_break": tie} if kind in EXTREMA else {}
+                api._BOUND.clear()
+                checked.clear()
+                out0 = fwd(x0, axis, rev, **kw)  # checked, then bound
+                x1 = _same_signature(x0, kind, 7)
+                _poison_pool(shape, dt)
+                out1 = fwd(x1, axis, rev, **kw)  # bound
+                assert checked == ["ScanPlan"], what
+                cur = torch.cuda.current_stream()
+                ref1 = fwd(x1, axis, rev, stream=cur, **kw)  # checked
+                assert checked == ["ScanPlan"] * 2, what
+                side = torch.cuda.Stream()
+                side.wait_stream(cur)
+                with torch.cuda.stream(side):
+                    out2 = fwd(x1, axis, rev, **kw)  # bound, on the side stream
+                side.synchronize()
+                assert checked == ["ScanPlan"] * 2, what
+                xn = _np64(x1)
+                ref = R.scan(kind, xn, axis, rev, TieBreak(tie))
+                if kind in EXTREMA:
+                    for k, part in enumerate(("values", "indices")):
+                        _same(out1[k], ref1[k], f"{what} bound {part}")
+                        _same(out2[k], ref1[k], f"{what} side stream {part}")
+                    np.testing.assert_array_equal(out1[1].cpu().numpy(), np.asarray(ref[1]),
+                                                  err_msg=what)  # fmt: skip
+                    y1, ref, y0 = out1[0], ref[0], out0[0]
+                else:
+                    _same(out1, ref1, f"{what} bound")
+                    _same(out2, ref1, f"{what} side stream")
+                    y1, y0 = out1, out0
+                assert_close(y1, ref, element, scale=scale_of(kind, shape[axis]), what=what)
+                # backward: bind on (dy0, x0, y0), then new dy and saved tensors
+                dy0 = _same_signature(x0, ScanKind.CUMSUM, 8)
+                saved: dict[str, Any] = {"x": x0, "y": y0}
+                bc.scan_backward(kind, dy0, axis=axis, reverse=rev, tie_break=tie, **saved)
+                dy1 = _same_signature(x0, ScanKind.CUMSUM, 9)
+                _poison_pool(shape, dt)
+                dx1 = bc.scan_backward(kind, dy1, x=x1, y=y1, axis=axis, reverse=rev,
+                                       tie_break=tie)  # fmt: skip
+                assert checked == ["ScanPlan"] * 2 + ["ScanBackwardPlan"], what
+                dxc = bc.scan_backward(kind, dy1, x=x1, y=y1, axis=axis, reverse=rev,
+                                       tie_break=tie, stream=cur)  # fmt: skip
+                _same(dx1, dxc, f"{what} bound backward")
+                dyn, yn = _np64(dy1), _np64(y1)
+                dref = R.scan_backward(kind, dyn, x=xn, y=yn, axis=axis, reverse=rev,
+                                       tie_break=TieBreak(tie))  # fmt: skip
+                mag = _magnitude(kind, dyn, xn, yn, axis, rev)
+                bsc = max(1.0, math.sqrt(shape[axis]) / 4) * (2.0 if kind is ScanKind.CUMPROD
+                                                              else 1.0)  # fmt: skip
+                assert_close(dx1, dref, element, scale=bsc, magnitude=mag,
+                             what=f"backward {what}")  # fmt: skip
+
+
+def test_functional_bound_calls_keep_their_checks() -> None:
+    """The bound path serves only the signatures a checked call accepted: an input of another
+    dtype, shape, strides or alignment, a CPU tensor, a subclass or a missing saved tensor
+    goes through the checks again (typed errors included)."""
+    api._BOUND.clear()
+    x = torch.randn(64, 1000, device="cuda")
+    bc.cumsum(x, 1)
+    n = len(api._BOUND)
+    assert n == 1
+    flat = torch.randn(64 * 1000 + 1, device="cuda")
+    for other in (x.double(), x.t().contiguous().t(), flat[1:].view(64, 1000), x[:32],
+                  x[:, :999]):  # fmt: skip
+        torch.testing.assert_close(bc.cumsum(other, 1), torch.cumsum(other, 1), rtol=1e-5,
+                                   atol=1e-3)  # fmt: skip
+    assert len(api._BOUND) == n + 5
+    p = torch.nn.Parameter(x.clone())
+    torch.testing.assert_close(bc.cumsum(p, 1), torch.cumsum(x, 1), rtol=1e-5, atol=1e-3)
+    assert len(api._BOUND) == n + 5  # a subclass is never bound
+    cpu = bc.cumsum(x.cpu(), 1)
+    assert not cpu.is_cuda
+    with pytest.raises(bc.InvalidProblem, match="axis"):
+        bc.cumsum(x, 2)
+    bc.scan_backward("cumprod", x, x=x, y=x, axis=1)
+    with pytest.raises(bc.InvalidProblem, match="saved forward output y"):
+        bc.scan_backward("cumprod", x, x=x, axis=1)
+    with pytest.raises(bc.InvalidProblem, match="shape"):
+        bc.scan_backward("cumprod", x, x=x, y=x[:32], axis=1)
+
+
 @pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
