@@ -95,16 +95,17 @@ def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
     args = bc.BinaryParamArgs(a, b, out)
     ws = bc.Workspace.none()
     rows2d = torch.rand(64, n, device="cuda")
-    fns: dict[str, Callable[[], object]] = {
-        "baracuda plan.run": lambda: plan.run(s, ws, args),
-        "baracuda.lerp": lambda: bc.lerp(a, b, 0.3),
-        "torch.lerp(out=)": lambda: torch.lerp(a, b, 0.3, out=out),
-        "torch.lerp": lambda: torch.lerp(a, b, 0.3),
-        "baracuda.cumsum": lambda: bc.cumsum(rows2d, axis=1),
-        "torch.cumsum": lambda: torch.cumsum(rows2d, 1),
+    # each call and its elements
+    fns: dict[str, tuple[Callable[[], object], int]] = {
+        "baracuda plan.run": (lambda: plan.run(s, ws, args), n),
+        "baracuda.lerp": (lambda: bc.lerp(a, b, 0.3), n),
+        "torch.lerp(out=)": (lambda: torch.lerp(a, b, 0.3, out=out), n),
+        "torch.lerp": (lambda: torch.lerp(a, b, 0.3), n),
+        "baracuda.cumsum": (lambda: bc.cumsum(rows2d, axis=1), rows2d.numel()),
+        "torch.cumsum": (lambda: torch.cumsum(rows2d, 1), rows2d.numel()),
     }
     rows = []
-    for name, fn in fns.items():
+    for name, (fn, size) in fns.items():
         for _ in range(100):
             fn()
         torch.cuda.synchronize()
@@ -113,7 +114,6 @@ def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
             fn()
         t1 = time.perf_counter()
         torch.cuda.synchronize()
-        size = rows2d.numel() if "cumsum" in name else n
         rows.append({"call": name, "n": size, "host_us": (t1 - t0) / calls * 1e6})
     return rows
 

@@ -18,6 +18,7 @@ from baracuda._interop import (
     current_stream_handle,
     framework_of,
     reject_tracer,
+    torch_empty,
     torch_signature,
     torch_stream,
 )
@@ -294,10 +295,7 @@ def empty_like(x: Any, shape: tuple[int, ...] | None = None, dtype: object = Non
     else:
         name = str(dtype)
     if fw == "torch":
-        torch = sys.modules["torch"]
-        if shape is None and dtype is None:
-            return torch.empty_like(x, memory_format=torch.contiguous_format)
-        return torch.empty(shp, dtype=getattr(torch, name), device=x.device)
+        return torch_empty(x, None if dtype is None else name, shape)
     if fw == "cupy":
         cupy = sys.modules["cupy"]
         with cupy.cuda.Device(x.device.id):

@@ -99,22 +99,13 @@ def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:
         if cupy is not None and isinstance(obj, cupy.ndarray):
             return _cupy_view(cupy, obj, dlpack_stream)
         return None
-    dtype = _torch_dtypes(torch).get(obj.dtype)
-    if dtype is None:
+    if obj.dtype not in _torch_dtypes(torch):
         return None
     dev = obj.get_device()
     if dlpack_stream != -1 and not _same_stream(_torch_stream(torch, dev), dlpack_stream):
         return None  # DLPack orders torch's pending work before our stream
-    return TensorView(
-        ptr=obj.data_ptr(),
-        shape=obj.shape,  # torch.Size is a tuple
-        strides=obj.stride(),
-        dtype=dtype,
-        device_type=DL_CUDA,
-        device_id=dev,
-        readonly=False,
-        owner=obj,
-    )
+    ptr = obj.data_ptr()
+    return torch_view(obj, _signature(obj, dev, ptr), ptr)
 
 
 # -- torch tensors on the functional API's cached path (baracuda._functional.BoundCalls) ----
@@ -132,11 +123,16 @@ def torch_signature(x: Any) -> tuple[tuple[Any, ...], int] | None:
     if dev < 0 or x.dtype not in _torch_dtypes(torch):
         return None
     ptr = x.data_ptr()
-    return (x.dtype, x.shape, x.stride(), dev, ptr & 15), ptr
+    return _signature(x, dev, ptr), ptr
+
+
+def _signature(x: Any, dev: int, ptr: int) -> tuple[Any, ...]:
+    return x.dtype, x.shape, x.stride(), dev, ptr & 15  # torch.Size is a tuple
 
 
 def torch_view(x: Any, signature: tuple[Any, ...], ptr: int) -> TensorView:
-    """The view ``fast_view`` makes of ``x``, from its ``torch_signature``."""
+    """The view of the torch CUDA tensor ``x`` (a dtype with a DLPack code) from its
+    signature (``torch_signature``) and data pointer."""
     dtype, shape, strides, dev, _ = signature
     return TensorView(ptr, shape, strides, _TORCH_DTYPES[dtype], DL_CUDA, dev, False, x)
 
@@ -153,14 +149,16 @@ def torch_stream(device: int) -> int:
     return _torch_stream(sys.modules["torch"], device)
 
 
-def torch_empty(like: Any, dtype: str | None = None) -> Any:
-    """A contiguous uninitialised tensor of ``like``'s shape on its device, of ``like``'s
-    dtype or of torch's ``dtype`` ("int64"), as ``baracuda._functional.empty_like`` makes
-    it."""
+def torch_empty(like: Any, dtype: str | None = None,
+                shape: tuple[int, ...] | None = None) -> Any:  # fmt: skip
+    """A contiguous uninitialised tensor on ``like``'s device, of ``like``'s shape (or
+    ``shape``) and dtype (or torch's ``dtype``, by name: "int64", "bfloat16")."""
     torch = sys.modules["torch"]
-    if dtype is None:
+    if dtype is None and shape is None:
         return torch.empty_like(like, memory_format=torch.contiguous_format)
-    return torch.empty(like.shape, dtype=getattr(torch, dtype), device=like.device)
+    return torch.empty(like.shape if shape is None else shape,
+                       dtype=like.dtype if dtype is None else getattr(torch, dtype),
+                       device=like.device)  # fmt: skip
 
 
 def current_stream_handle(x: object, device: int) -> int | None:

@@ -160,15 +160,15 @@ class Plan(abc.ABC, Generic[D, A, V]):
         need = self.workspace_size()
         if need > 0:
             self._check_workspace(workspace, need)
-        ensure_current(self.device_id)
-        self._launch(s, workspace, views)
+        self._run_bound(s, workspace, views)
 
     def _run_bound(self, stream: Stream, workspace: Workspace, views: V) -> None:
-        """Enqueue for ``views`` that ``_bind`` made before of arguments of the same
-        signatures (device, shapes, dtypes, strides, alignment, the stream their framework
+        """Enqueue for ``views`` that ``_bind`` made (now, or before of arguments of the same
+        signatures: device, shapes, dtypes, strides, alignment, the stream their framework
         orders them on), on a stream of the plan's device, with a workspace of
-        ``workspace_size()`` bytes: every check ``run`` makes holds. For the package's
-        functional API (``baracuda._functional.BoundCalls``), not a public entry point."""
+        ``workspace_size()`` bytes: every check ``run`` makes holds. The end of ``run``, and
+        the package's functional API's bound calls (``baracuda._functional.BoundCalls``);
+        not a public entry point."""
         ensure_current(self.device_id)
         self._launch(stream, workspace, views)
 

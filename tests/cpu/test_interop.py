@@ -167,3 +167,19 @@ def test_bound_backward_passes_the_saved_tensors_its_kind_needs(
     assert api.scan_backward(kind, "dy", x="x", y="y", axis=1) == "dx"
     assert seen == [("view dy", "out dx", "view x" if needs_saved_x(k) else None,
                      "view y" if needs_saved_y(k) else None)]  # fmt: skip
+
+
+def test_empty_like_torch_outputs() -> None:
+    """Outputs in torch's type (one allocator for the checked and the bound path): contiguous,
+    of the input's dtype, or of the index dtype, or of another shape."""
+    torch = pytest.importorskip("torch")
+    from baracuda.types import ElementKind, IndexElementKind
+
+    x = torch.ones(5, 3, dtype=torch.bfloat16).t()
+    y = _functional.empty_like(x)
+    assert y.shape == (3, 5) and y.dtype == torch.bfloat16 and y.is_contiguous()
+    i = _functional.empty_like(x, dtype=IndexElementKind.I64)
+    assert i.shape == (3, 5) and i.dtype == torch.int64 and i.is_contiguous()
+    f = _functional.empty_like(x, shape=(7,), dtype=ElementKind.F32)
+    assert f.shape == (7,) and f.dtype == torch.float32
+    assert _functional.empty_like(x, shape=(2, 2)).dtype == torch.bfloat16
