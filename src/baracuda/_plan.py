@@ -193,7 +193,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
                 f"{self.NAME}: workspace is on device {workspace.device_id}, the plan on "
                 f"device {self.device_id}"
             )
-        if workspace.ptr % 256:
+        if workspace.allocated and workspace.ptr % 256:  # the pool's scratch is aligned
             raise MisalignedOperand(
                 f"{self.NAME}: workspace pointer {workspace.ptr:#x} must be 256-byte aligned"
             )

@@ -7,7 +7,8 @@ import pytest
 
 import baracuda.scan.api as api
 from baracuda._cuda.compiler import KernelSource, compile_cubin, kernel_name
-from baracuda.errors import CompileError, InvalidProblem, Unsupported
+from baracuda._cuda.memory import Workspace
+from baracuda.errors import CompileError, InvalidProblem, Unsupported, WorkspaceTooSmall
 from baracuda.scan import (
     ScanBackwardDescriptor,
     ScanBackwardPlan,
@@ -783,11 +784,12 @@ def test_launch_recipes_replay_what_launch_scan_enqueues(monkeypatch: pytest.Mon
         x, y = Slot(base, strides), Slot(base + (1 << 36), strides)
         layout = "rows" if shape[axis] <= 1 or strides[axis] == 1 else "cols"
         kw = dict(reverse=reverse, mode=0, operands=[x, None, None, y, None], vec_slots=(0, 3),
-                  itemsize=4, layout=layout, sm_count=132, states_ptr=ws, lines=mod)  # fmt: skip
+                  itemsize=4, layout=layout, sm_count=132, lines=mod)  # fmt: skip
         if cache is None:
-            v = K.launch_scan(mod, op, None, shape, axis, **kw)  # type: ignore[arg-type]
+            v = K.launch_scan(mod, op, None, shape, axis, states_ptr=ws, **kw)  # type: ignore[arg-type]
         else:
-            v = cache.launch_scan(mod, op, None, shape, axis, **kw)  # type: ignore[arg-type]
+            v = cache.launch_scan(mod, op, None, shape, axis,  # type: ignore[arg-type]
+                                  workspace=Workspace(ws, 1 << 20, None), **kw)  # fmt: skip
         return v, list(log)
 
     cases = [((64, 1024), 1, (1024, 1)), ((4096, 8192), 1, (8192, 1)),
@@ -824,3 +826,107 @@ def test_launch_recipes_know_every_switch() -> None:
     names = {n for n in vars(K) if n.isupper() and not n.startswith("_")}
     assert names <= set(K._SWITCHES) | set(K._FIXED), names - set(K._SWITCHES) - set(K._FIXED)
     assert not set(K._SWITCHES) & set(K._FIXED)
+
+
+class _CountingWorkspace:
+    """A workspace whose address reads are counted (a scratch workspace allocates on the
+    first)."""
+
+    def __init__(self, ptr: int) -> None:
+        self._ptr, self.nbytes, self.reads = ptr, 1 << 20, 0
+
+    @property
+    def ptr(self) -> int:
+        self.reads += 1
+        return self._ptr
+
+
+def test_launch_recipes_read_the_workspace_only_where_they_use_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A replayed recipe whose launches use no workspace (rows that fit a block or warp, a
+    thread per strided line) never reads its address, so a functional call's scratch is
+    never allocated; one that does (chunk carries, look-back tiles, the cooperative kernel's
+    totals) reads it and patches the new address in."""
+    from baracuda._cuda.device import DeviceInfo
+    from baracuda.scan import _kernels as K
+
+    info = DeviceInfo(0, "H100", "sm_90", 132, 232448, 50 * 2**20, True)
+    monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    mod = _FakeModule(1)
+    mod.arch = "sm_90"  # type: ignore[attr-defined]
+    mod.function = lambda name, smem=0: f"fn:{name}"  # type: ignore[attr-defined]
+    log: list[bytes] = []
+    monkeypatch.setattr(K, "launch", lambda fn, grid, block, smem, st, args, name="", **kw:
+                        log.append(b"".join(bytes(a) for a in args)))  # fmt: skip
+    monkeypatch.setattr(K, "memset_zero", lambda p, n, s: log.append(p.to_bytes(8, "little")))
+    # (variants on this fake H100: rows8, pipe1, strip, strip; lbcols, coop, rows8 chunks with
+    # carries, coop over two interleaved lines)
+    for shape, axis, strides, uses in (((64, 1024), 1, (1024, 1), False),
+                                       ((8, 128), 1, (128, 1), False),
+                                       ((8, 300000), 0, (300000, 1), False),
+                                       ((4096, 8192), 0, (8192, 1), False),
+                                       ((4096, 64), 0, (64, 1), True),
+                                       ((2, 2**23), 1, (2**23, 1), True),
+                                       ((3, 50001), 1, (50001, 1), True),
+                                       ((2**20, 2), 0, (2, 1), True)):  # fmt: skip
+        cache = K.LaunchCache()
+        layout = "rows" if strides[axis] == 1 else "cols"
+        for call, base in enumerate((1 << 30, 1 << 31)):
+            ws = _CountingWorkspace(base + (1 << 34))
+            log.clear()
+            x, y = Slot(base, strides), Slot(base + (1 << 33), strides)
+            cache.launch_scan(mod, "sum", None, shape, axis, reverse=False, mode=0,  # type: ignore[arg-type]
+                              operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=4,
+                              layout=layout, sm_count=132, workspace=ws, lines=mod)  # type: ignore[arg-type]  # fmt: skip
+            assert log, shape
+            if call == 0:
+                assert ws.reads == 1  # recorded with the address
+            else:
+                assert ws.reads == (1 if uses else 0), shape
+                # the address reaches the launches exactly where it is used
+                hit = any(ws._ptr.to_bytes(8, "little") in b for b in log)
+                assert hit == uses, shape
+
+
+def test_scratch_workspace_is_allocated_at_its_first_address_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workspace.scratch allocates on its stream when its address is first read, once; a
+    release frees only what was allocated; Plan.run's alignment check does not allocate."""
+    from types import SimpleNamespace
+
+    from baracuda._cuda import driver as drv
+    from baracuda._cuda import memory
+    from baracuda._plan import Plan
+
+    calls: list[tuple[str, int]] = []
+
+    class _Driver:
+        def cuMemAllocAsync(self, n: int, s: object) -> tuple[int, int]:
+            calls.append(("alloc", n))
+            return 0, 0x7000_0000
+
+        def cuMemFreeAsync(self, p: int, s: object) -> tuple[int]:
+            calls.append(("free", p))
+            return (0,)
+
+    class _Stream:
+        cu = 0
+
+    monkeypatch.setattr(memory, "_current_device", lambda stream: 0)
+    monkeypatch.setattr(drv, "driver", lambda: _Driver())
+    monkeypatch.setattr(drv, "check", lambda r, what: r[1] if len(r) > 1 else None)
+    ws = Workspace.scratch(4096, _Stream())  # type: ignore[arg-type]
+    assert not ws.allocated and calls == [] and "0x0" in repr(ws)
+    Plan._check_workspace(SimpleNamespace(NAME="P", device_id=0), ws, 4096)  # type: ignore[arg-type]
+    with pytest.raises(WorkspaceTooSmall, match="4096 bytes, needs 4097"):
+        Plan._check_workspace(SimpleNamespace(NAME="P", device_id=0), ws, 4097)  # type: ignore[arg-type]
+    assert calls == []
+    ws.release(_Stream())  # type: ignore[arg-type]
+    assert calls == []
+    ws = Workspace.scratch(4096, _Stream())  # type: ignore[arg-type]
+    assert ws.ptr == 0x7000_0000 and ws.ptr == 0x7000_0000 and ws.allocated
+    assert calls == [("alloc", 4096)]
+    ws.release(_Stream())  # type: ignore[arg-type]
+    assert calls == [("alloc", 4096), ("free", 0x7000_0000)] and ws.ptr == 0

@@ -16,13 +16,31 @@ class Workspace:
     do not matter. It must stay alive until the work enqueued with it has finished.
     """
 
-    __slots__ = ("_owner", "device_id", "nbytes", "ptr")
+    __slots__ = ("_owner", "_pending", "_ptr", "device_id", "nbytes")
 
     def __init__(self, ptr: int, nbytes: int, device_id: int | None, owner: object = None) -> None:
-        self.ptr = ptr
+        self._ptr = ptr
         self.nbytes = nbytes
         self.device_id = device_id
         self._owner = owner
+        self._pending: Stream | None = None  # a scratch workspace not allocated yet
+
+    @property
+    def ptr(self) -> int:
+        """The device address (0 for ``none()``). A ``scratch`` workspace is allocated on its
+        stream here, at the first read: launches that need no workspace cost no allocation."""
+        if self._pending is not None:
+            from baracuda._cuda.driver import check, driver
+
+            s, self._pending = self._pending, None
+            self._ptr = int(check(driver().cuMemAllocAsync(self.nbytes, s.cu), "cuMemAllocAsync"))
+        return self._ptr
+
+    @property
+    def allocated(self) -> bool:
+        """Whether the memory exists yet (False only for a ``scratch`` workspace whose address
+        nothing has read)."""
+        return self._pending is None
 
     @classmethod
     def none(cls) -> Workspace:
@@ -62,23 +80,24 @@ class Workspace:
     @classmethod
     def scratch(cls, nbytes: int, stream: Stream) -> Workspace:
         """``nbytes`` (> 0) from the current device's stream-ordered pool on ``stream``, owned
-        by the caller until ``release``: for work enqueued right away (the functional API)."""
-        from baracuda._cuda.driver import check, driver
-
-        dev = _current_device(stream)
-        ptr = int(check(driver().cuMemAllocAsync(nbytes, stream.cu), "cuMemAllocAsync"))
-        return cls(ptr, nbytes, dev)
+        by the caller until ``release``: for work enqueued right away (the functional API).
+        Allocated when ``ptr`` is first read, so that a call whose launches use no workspace
+        (a plan sizes it for the most any of its launch paths may take) allocates none."""
+        ws = cls(0, nbytes, _current_device(stream))
+        ws._pending = stream
+        return ws
 
     def release(self, stream: Stream) -> None:
         """Free a ``scratch`` workspace on ``stream``, after the work enqueued there with it."""
         from baracuda._cuda.driver import check, driver
 
-        if self.ptr:
-            check(driver().cuMemFreeAsync(self.ptr, stream.cu), "cuMemFreeAsync")
-            self.ptr = 0
+        self._pending = None
+        if self._ptr:
+            check(driver().cuMemFreeAsync(self._ptr, stream.cu), "cuMemFreeAsync")
+            self._ptr = 0
 
     def __repr__(self) -> str:
-        return f"Workspace(ptr={self.ptr:#x}, nbytes={self.nbytes}, device_id={self.device_id})"
+        return f"Workspace(ptr={self._ptr:#x}, nbytes={self.nbytes}, device_id={self.device_id})"
 
 
 def _current_device(stream: Stream, device_id: int | None = None) -> int:

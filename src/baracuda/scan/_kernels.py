@@ -40,6 +40,7 @@ from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.device import device_info
 from baracuda._cuda.launch import dependent_launches, launch, memset_zero
+from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
@@ -884,27 +885,35 @@ def _switch_values() -> tuple[object, ...]:
 class LaunchCache:
     """A plan's recipes: what ``launch_scan`` enqueued for each (call site, operands' strides
     and alignment, workspace or none, switches), enqueued again with the new addresses. At most
-    ``limit`` recipes (all dropped when full)."""
+    ``limit`` recipes (all dropped when full). A replay reads the workspace's address only
+    where the recipe uses the workspace (a functional call's scratch is then never
+    allocated)."""
 
     def __init__(self, limit: int = 64) -> None:
-        self._recipes: dict[tuple[object, ...], tuple[str, tuple[_Step, ...]]] = {}
+        # key -> (variant, steps, whether a step uses the workspace)
+        self._recipes: dict[tuple[object, ...], tuple[str, tuple[_Step, ...], bool]] = {}
         self._limit = limit
 
     def launch_scan(self, module: LoadedModule, op: str, stream: Stream,
                     shape: tuple[int, ...], axis: int, *, reverse: bool, mode: int,
                     operands: Sequence[Slot | None], vec_slots: Sequence[int], itemsize: int,
-                    layout: str, sm_count: int, states_ptr: int,
+                    layout: str, sm_count: int, workspace: Workspace, offset: int = 0,
                     lines: LoadedModule | None = None) -> str:  # fmt: skip
         """``launch_scan`` with these arguments (``module``, ``shape``, ``axis``,
-        ``itemsize``, ``sm_count`` and ``lines`` the plan's own, the same at every call)."""
+        ``itemsize``, ``sm_count`` and ``lines`` the plan's own, the same at every call), its
+        states at ``offset`` bytes into ``workspace`` (256-byte aligned, as ``Plan.run``
+        checks, or none)."""
         key = (op, reverse, mode, tuple(vec_slots), layout,
                tuple(None if o is None else (o.ptr & 15, o.strides) for o in operands),
-               states_ptr & 15, states_ptr == 0, _switch_values())  # fmt: skip
+               offset & 15, workspace.nbytes == 0, _switch_values())  # fmt: skip
         hit = self._recipes.get(key)
         if hit is not None:
-            for step in hit[1]:
+            variant, steps, uses = hit
+            states_ptr = workspace.ptr + offset if uses else 0
+            for step in steps:
                 step.replay(stream, operands, states_ptr)
-            return hit[0]
+            return variant
+        states_ptr = workspace.ptr + offset
         rec = Recorder(operands, states_ptr)
         variant = launch_scan(module, op, stream, shape, axis, reverse=reverse, mode=mode,
                               operands=operands, vec_slots=vec_slots, itemsize=itemsize,
@@ -912,7 +921,8 @@ class LaunchCache:
                               lines=lines, rec=rec)  # fmt: skip
         if len(self._recipes) >= self._limit:
             self._recipes.clear()
-        self._recipes[key] = (variant, tuple(rec.steps))
+        uses = any(step.states or step.params is None for step in rec.steps)
+        self._recipes[key] = (variant, tuple(rec.steps), uses)
         return variant
 
 

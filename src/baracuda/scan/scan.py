@@ -212,5 +212,5 @@ class ScanPlan(
             reverse=d.reverse, mode=mode,
             operands=[slot(x), None, None, slot(y), slot(idx)], vec_slots=(IN0, OUT),
             itemsize=d.element.itemsize, layout=layout_of(x, self._axis),
-            sm_count=self._sm_count, states_ptr=workspace.ptr, lines=self._lines,
+            sm_count=self._sm_count, workspace=workspace, lines=self._lines,
         )  # fmt: skip

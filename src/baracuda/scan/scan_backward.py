@@ -157,14 +157,14 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
         if numel(d.shape) == 0:
             return
         layout = layout_of(dy, ax)
-        states = workspace.ptr + self._flags
 
         def run(op: str, reverse: bool, mode: int, operands: list[Slot | None],
                 vec_slots: tuple[int, ...]) -> None:  # fmt: skip
             self._launches.launch_scan(
                 self._module, op, stream, d.shape, ax, reverse=reverse, mode=mode,
                 operands=operands, vec_slots=vec_slots, itemsize=d.element.itemsize,
-                layout=layout, sm_count=self._sm_count, states_ptr=states, lines=self._lines,
+                layout=layout, sm_count=self._sm_count, workspace=workspace,
+                offset=self._flags, lines=self._lines,
             )  # fmt: skip
 
         back = not d.reverse
