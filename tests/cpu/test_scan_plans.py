@@ -889,44 +889,117 @@ def test_launch_recipes_read_the_workspace_only_where_they_use_it(
                 assert hit == uses, shape
 
 
-def test_scratch_workspace_is_allocated_at_its_first_address_read(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Workspace.scratch allocates on its stream when its address is first read, once; a
-    release frees only what was allocated; Plan.run's alignment check does not allocate."""
-    from types import SimpleNamespace
+class _PoolDriver:
+    """The driver calls of the scratch pool, recorded."""
 
+    class CUmemPool_attribute:
+        CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = "release_threshold"
+
+    class CUmemAllocationType:
+        CU_MEM_ALLOCATION_TYPE_PINNED = "pinned"
+
+    class CUmemAllocationHandleType:
+        CU_MEM_HANDLE_TYPE_NONE = "none"
+
+    class CUmemLocationType:
+        CU_MEM_LOCATION_TYPE_DEVICE = "device"
+
+    class CUmemPoolProps:
+        def __init__(self) -> None:
+            from types import SimpleNamespace
+
+            self.allocType = self.handleTypes = None
+            self.location = SimpleNamespace(type=None, id=None)
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+
+    def cuMemPoolCreate(self, props: _PoolDriver.CUmemPoolProps) -> tuple[int, str]:
+        assert (props.allocType, props.handleTypes, props.location.type) == (
+            "pinned", "none", "device")  # fmt: skip
+        self.calls.append(("pool", props.location.id))
+        return 0, f"pool{100 + props.location.id}"
+
+    def cuuint64_t(self, v: int) -> int:
+        return v
+
+    def cuMemPoolSetAttribute(self, pool: str, attr: str, v: int) -> tuple[int]:
+        self.calls.append(("set", pool, attr, v))
+        return (0,)
+
+    def cuMemAllocFromPoolAsync(self, n: int, pool: str, s: object) -> tuple[int, int]:
+        self.calls.append(("alloc", n, pool))
+        return 0, 0x7000_0000
+
+    def cuMemFreeAsync(self, p: int, s: object) -> tuple[int]:
+        self.calls.append(("free", p))
+        return (0,)
+
+
+@pytest.fixture
+def pool_driver(monkeypatch: pytest.MonkeyPatch) -> _PoolDriver:
+    """A recording driver (a device's pool handle: "pool" + 100 + its id), no scratch pool
+    made yet."""
     from baracuda._cuda import driver as drv
     from baracuda._cuda import memory
+
+    d = _PoolDriver()
+    monkeypatch.setattr(memory, "_pools", {})
+    monkeypatch.setattr(memory, "_keep", memory._keep)
+    monkeypatch.setattr(memory, "_current_device", lambda stream: stream.dev)
+    monkeypatch.setattr(drv, "driver", lambda: d)
+    monkeypatch.setattr(drv, "check", lambda r, what: r[1] if len(r) > 1 else None)
+    return d
+
+
+class _FakeStream:
+    cu = 0
+
+    def __init__(self, dev: int = 0) -> None:
+        self.dev = dev
+
+
+def test_scratch_workspace_is_allocated_at_its_first_address_read(pool_driver: _PoolDriver) -> None:
+    """Workspace.scratch allocates from its device's scratch pool on its stream when its
+    address is first read, once; a release frees only what was allocated; Plan.run's checks
+    of a workspace do not allocate it."""
+    from types import SimpleNamespace
+
     from baracuda._plan import Plan
 
-    calls: list[tuple[str, int]] = []
-
-    class _Driver:
-        def cuMemAllocAsync(self, n: int, s: object) -> tuple[int, int]:
-            calls.append(("alloc", n))
-            return 0, 0x7000_0000
-
-        def cuMemFreeAsync(self, p: int, s: object) -> tuple[int]:
-            calls.append(("free", p))
-            return (0,)
-
-    class _Stream:
-        cu = 0
-
-    monkeypatch.setattr(memory, "_current_device", lambda stream: 0)
-    monkeypatch.setattr(drv, "driver", lambda: _Driver())
-    monkeypatch.setattr(drv, "check", lambda r, what: r[1] if len(r) > 1 else None)
-    ws = Workspace.scratch(4096, _Stream())  # type: ignore[arg-type]
+    calls = pool_driver.calls
+    ws = Workspace.scratch(4096, _FakeStream())  # type: ignore[arg-type]
     assert not ws.allocated and calls == [] and "0x0" in repr(ws)
     Plan._check_workspace(SimpleNamespace(NAME="P", device_id=0), ws, 4096)  # type: ignore[arg-type]
     with pytest.raises(WorkspaceTooSmall, match="4096 bytes, needs 4097"):
         Plan._check_workspace(SimpleNamespace(NAME="P", device_id=0), ws, 4097)  # type: ignore[arg-type]
     assert calls == []
-    ws.release(_Stream())  # type: ignore[arg-type]
+    ws.release(_FakeStream())  # type: ignore[arg-type]
     assert calls == []
-    ws = Workspace.scratch(4096, _Stream())  # type: ignore[arg-type]
+    ws = Workspace.scratch(4096, _FakeStream())  # type: ignore[arg-type]
     assert ws.ptr == 0x7000_0000 and ws.ptr == 0x7000_0000 and ws.allocated
-    assert calls == [("alloc", 4096)]
-    ws.release(_Stream())  # type: ignore[arg-type]
-    assert calls == [("alloc", 4096), ("free", 0x7000_0000)] and ws.ptr == 0
+    assert calls == [("pool", 0), ("set", "pool100", "release_threshold", 256 * 2**20),
+                     ("alloc", 4096, "pool100")]  # fmt: skip
+    ws.release(_FakeStream())  # type: ignore[arg-type]
+    assert calls[-1] == ("free", 0x7000_0000) and ws.ptr == 0
+
+
+def test_scratch_pool_one_per_device_and_its_threshold(pool_driver: _PoolDriver) -> None:
+    """One scratch pool per device, made on first use with the kept bytes as its release
+    threshold; set_scratch_keep changes every pool's threshold and the later pools', and
+    names the field and the value when it is not an int >= 0."""
+    calls = pool_driver.calls
+    for dev in (0, 1, 0, 1):
+        assert Workspace.scratch(64, _FakeStream(dev)).ptr  # type: ignore[arg-type]
+    assert [c for c in calls if c[0] == "pool"] == [("pool", 0), ("pool", 1)]
+    assert [c[2] for c in calls if c[0] == "alloc"] == ["pool100", "pool101"] * 2
+    calls.clear()
+    Workspace.set_scratch_keep(0)
+    assert sorted(calls) == [("set", "pool100", "release_threshold", 0),
+                             ("set", "pool101", "release_threshold", 0)]  # fmt: skip
+    calls.clear()
+    assert Workspace.scratch(64, _FakeStream(2)).ptr  # type: ignore[arg-type]
+    assert calls[:2] == [("pool", 2), ("set", "pool102", "release_threshold", 0)]
+    for bad in (-1, 1.5, True, "64"):
+        with pytest.raises(InvalidProblem, match=r"set_scratch_keep: nbytes must be an int >= 0"):
+            Workspace.set_scratch_keep(bad)  # type: ignore[arg-type]
