@@ -101,7 +101,8 @@ class Workspace:
         each synchronization). Memory past it goes back to the driver at the next stream,
         event or device synchronization. With a pool that hands its memory back, every call
         that needs a workspace maps memory anew: on the H100, a cumsum of (3, 50001) with a
-        synchronization after each call took 181 us of host time a call instead of 65."""
+        synchronization after each call took 175-347 us of host time a call instead of
+        62-113 us."""
         global _keep
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
             raise InvalidProblem(
