@@ -121,12 +121,12 @@ def plan_for(cls: Any, stream: Stream, key: Any, make_desc: Any) -> Any:
 
 def run_plan(plan: _RunnablePlan[A], stream: Stream, args: A) -> None:
     """``plan.run(stream, workspace, args)`` with a workspace of ``plan.workspace_size()``
-    bytes from the device's stream-ordered pool, freed on ``stream`` right after the launches
-    (the pool hands it out again only to work ordered after them). It is allocated only if a
-    launch reads its address (``Workspace.scratch``): a plan sizes its workspace for the most
-    any launch path of its shape may take, and a call whose launches need none (a row a
-    block or warp, a thread per strided line) skips both driver calls, about 10 us of host
-    time a call on the H100's host."""
+    bytes from the package's stream-ordered scratch pool of the device, freed on ``stream``
+    right after the launches (the pool hands it out again only to work ordered after them).
+    It is allocated only if a launch reads its address (``Workspace.scratch``): a plan sizes
+    its workspace for the most any launch path of its shape may take, and a call whose
+    launches need none (a row a block or warp, strips of strided lines) skips both driver
+    calls, about 10 us of host time a call on the H100's host."""
     _with_scratch(plan.workspace_size(), stream, plan.run, args)
 
 

@@ -140,8 +140,8 @@ def _current_device(stream: Stream, device_id: int | None = None) -> int:
 # default pool gives its memory back to the driver at each synchronization, and changing
 # its threshold would change every other user's), kept for the process; bytes each keeps
 # reserved (Workspace.set_scratch_keep). Made with cuMemPoolCreate, not cuda.core's
-# DeviceMemoryResource: tearing that down at exit calls cuMemPoolSetAccess with an invalid
-# device ordinal on a one-GPU machine (compute-sanitizer reports the API error).
+# DeviceMemoryResource: with that, compute-sanitizer reported a cuMemPoolSetAccess call of
+# cuda.core's failing with an invalid device ordinal on a one-GPU H100 machine.
 _keep = 256 * 2**20
 _pools: dict[int, Any] = {}  # device id -> pool handle
 _pools_lock = threading.Lock()
