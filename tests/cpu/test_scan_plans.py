@@ -844,8 +844,8 @@ class _CountingWorkspace:
 def test_launch_recipes_read_the_workspace_only_where_they_use_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A replayed recipe whose launches use no workspace (rows that fit a block or warp, a
-    thread per strided line) never reads its address, so a functional call's scratch is
+    """A replayed recipe whose launches use no workspace (rows that fit a block or warp,
+    strips of strided lines) never reads its address, so a functional call's scratch is
     never allocated; one that does (chunk carries, look-back tiles, the cooperative kernel's
     totals) reads it and patches the new address in."""
     from baracuda._cuda.device import DeviceInfo
