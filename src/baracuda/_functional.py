@@ -37,7 +37,6 @@ __all__ = [
     "run_plan",
     "BoundCalls",
     "bound_args",
-    "bound_key",
     "bound_stream",
     "run_bound",
 ]
@@ -175,11 +174,6 @@ def bound_args(stream: object, *arrays: Any) -> list[Signed | None] | None:
     return out
 
 
-def bound_key(args: list[Signed | None]) -> tuple[Any, ...]:
-    """The part of a bound call's key that the arrays give (their signatures)."""
-    return tuple(None if a is None else a[0] for a in args)
-
-
 def bound_stream(signature: tuple[Any, ...]) -> Stream:
     """The stream of a bound call: torch's current stream on the device of the tensor of
     ``signature`` (``torch_signature``), as ``resolve_stream`` gives it for that tensor."""
@@ -203,10 +197,25 @@ class BoundCalls:
         self._calls: dict[tuple[Any, ...], Any] = {}
         self._limit = limit
 
+    def lookup(self, stream: object, params: tuple[Any, ...],
+               *arrays: Any) -> tuple[tuple[Any, ...] | None, Any, list[Signed | None]]:
+        """``(key, plan, signatures)`` of a call with ``params`` on ``arrays``: the key None
+        (and no plan) where the call must take the checks (``bound_args``), the plan None
+        until a checked call of that key has been ``put``."""
+        sigs = bound_args(stream, *arrays)
+        if sigs is None:
+            return None, None, []
+        key = (*params, *(None if a is None else a[0] for a in sigs))
+        return key, self._calls.get(key), sigs
+
     def get(self, key: tuple[Any, ...]) -> Any:
         return self._calls.get(key)
 
-    def put(self, key: tuple[Any, ...], value: Any) -> None:
+    def put(self, key: tuple[Any, ...] | None, value: Any) -> None:
+        """Remember ``value`` (the plan a checked call ran) under ``key``; nothing for a key
+        of None (a call that is never bound)."""
+        if key is None:
+            return
         if len(self._calls) >= self._limit:
             self._calls.clear()
         self._calls[key] = value

@@ -141,6 +141,27 @@ def test_bound_calls_are_bounded() -> None:
     assert len(calls) == 0
 
 
+def test_bound_calls_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lookup: no key for a call that must take the checks (an explicit stream, an array
+    without a signature, a missing first array); else the op's parameters then each array's
+    signature (None for an absent optional one), and the plan once a checked call put it.
+    put of no key keeps nothing."""
+    monkeypatch.setattr(_functional, "torch_signature",
+                        lambda t: None if t in (None, "cupy") else (("sig", t), 7))  # fmt: skip
+    calls = _functional.BoundCalls()
+    assert calls.lookup(object(), ("op", 1), "x") == (None, None, [])
+    assert calls.lookup(None, ("op", 1), "cupy") == (None, None, [])
+    assert calls.lookup(None, ("op", 1), None, "x") == (None, None, [])
+    assert calls.lookup(None, ("op", 1), "x", "cupy") == (None, None, [])
+    key, plan, sigs = calls.lookup(None, ("op", 1), "dy", None, "y")
+    assert key == ("op", 1, ("sig", "dy"), None, ("sig", "y")) and plan is None
+    assert sigs == [(("sig", "dy"), 7), None, (("sig", "y"), 7)]
+    calls.put(key, "plan")
+    calls.put(None, "never")
+    assert len(calls) == 1 and calls.lookup(None, ("op", 1), "dy", None, "y")[1] == "plan"
+    assert calls.lookup(None, ("op", 2), "dy", None, "y")[1] is None
+
+
 @pytest.mark.parametrize("kind", ["cumsum", "cumprod", "cummax", "logcumsumexp"])
 def test_bound_backward_passes_the_saved_tensors_its_kind_needs(
     kind: str, monkeypatch: pytest.MonkeyPatch

@@ -6,8 +6,6 @@ from typing import Any
 
 from baracuda._functional import (
     BoundCalls,
-    bound_args,
-    bound_key,
     bound_stream,
     cached_plan,
     element_of,
@@ -66,18 +64,15 @@ _BOUND = BoundCalls()
 def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBreak,
              stream: object) -> Any:  # fmt: skip
     extremum = kind in (ScanKind.CUMMAX, ScanKind.CUMMIN)
-    bound = bound_args(stream, x)
-    if bound is not None:
-        key = (kind, axis, reverse, tie_break, *bound_key(bound))
-        plan = _BOUND.get(key)
-        if plan is not None:
-            sig = bound[0]
-            assert sig is not None
-            y = torch_empty(x)
-            idx = torch_empty(x, "int64") if extremum else None
-            iv = torch_out_view(idx) if extremum else None
-            run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(y), iv))
-            return (y, idx) if extremum else y
+    key, plan, bound = _BOUND.lookup(stream, (kind, axis, reverse, tie_break), x)
+    if plan is not None:
+        sig = bound[0]
+        assert sig is not None
+        y = torch_empty(x)
+        idx = torch_empty(x, "int64") if extremum else None
+        iv = torch_out_view(idx) if extremum else None
+        run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(y), iv))
+        return (y, idx) if extremum else y
     if not is_cuda_array(x, kind.value):
         return reference.scan(kind, x, axis, reverse, tie_break)
     s = resolve_stream(stream, x)
@@ -86,8 +81,7 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
     y = empty_like(x, stream=s)
     idx = empty_like(x, dtype=IndexElementKind.I64, stream=s) if extremum else None
     run_plan(plan, s, ScanArgs(x, y, idx))
-    if bound is not None:
-        _BOUND.put(key, plan)
+    _BOUND.put(key, plan)
     return (finish(y), finish(idx)) if extremum else finish(y)
 
 
@@ -175,19 +169,16 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     """
     k = _kind("scan_backward", kind)
     tb = _tie("scan_backward", tie_break)
-    bound = bound_args(stream, dy, x, y)
-    if bound is not None:
-        key = (k, axis, reverse, tb, *bound_key(bound))
-        plan = _BOUND.get(key)
-        if plan is not None:
-            sig, sx, sy = bound
-            assert sig is not None
-            dx = torch_empty(dy)
-            xv = torch_view(x, *sx) if sx is not None and needs_saved_x(k) else None
-            yv = torch_view(y, *sy) if sy is not None and needs_saved_y(k) else None
-            run_bound(plan, bound_stream(sig[0]), (torch_view(dy, *sig), torch_out_view(dx),
-                                                   xv, yv))  # fmt: skip
-            return dx
+    key, plan, bound = _BOUND.lookup(stream, (k, axis, reverse, tb), dy, x, y)
+    if plan is not None:
+        sig, sx, sy = bound
+        assert sig is not None
+        dx = torch_empty(dy)
+        xv = torch_view(x, *sx) if sx is not None and needs_saved_x(k) else None
+        yv = torch_view(y, *sy) if sy is not None and needs_saved_y(k) else None
+        run_bound(plan, bound_stream(sig[0]), (torch_view(dy, *sig), torch_out_view(dx),
+                                               xv, yv))  # fmt: skip
+        return dx
     if not is_cuda_array(dy, "scan_backward"):
         return reference.scan_backward(k, dy, x=x, y=y, axis=axis, reverse=reverse,
                                        tie_break=tb)  # fmt: skip
@@ -196,6 +187,5 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     plan = cached_plan(ScanBackwardPlan, s, desc)
     dx = empty_like(dy, stream=s)
     run_plan(plan, s, ScanBackwardArgs(dy, dx, x, y))
-    if bound is not None:
-        _BOUND.put(key, plan)
+    _BOUND.put(key, plan)
     return finish(dx)

@@ -6,8 +6,6 @@ from typing import Any
 
 from baracuda._functional import (
     BoundCalls,
-    bound_args,
-    bound_key,
     bound_stream,
     cached_plan,
     element_of,
@@ -68,24 +66,20 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     InvalidProblem: bad axis, 0-d input.  Unsupported: dtype, rank > 8.
     """
     ax = _axis("sparsemax", axis)
-    bound = bound_args(stream, x)
-    if bound is not None:
-        key = ("sparsemax", ax, *bound_key(bound))
-        plan = _BOUND.get(key)
-        if plan is not None:
-            sig = bound[0]
-            assert sig is not None
-            out = torch_empty(x)
-            run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(out)))
-            return out
+    key, plan, bound = _BOUND.lookup(stream, ("sparsemax", ax), x)
+    if plan is not None:
+        sig = bound[0]
+        assert sig is not None
+        out = torch_empty(x)
+        run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(out)))
+        return out
     if not is_cuda_array(x, "sparsemax"):
         return reference.sparsemax(x, ax)
     s = resolve_stream(stream, x)
     out = empty_like(x, stream=s)
     plan = cached_plan(SparsemaxPlan, s, SparsemaxDescriptor(tuple(x.shape), ax, element_of(x)))
     run_plan(plan, s, SparsemaxArgs(x, out))
-    if bound is not None:
-        _BOUND.put(key, plan)
+    _BOUND.put(key, plan)
     return finish(out)
 
 
@@ -105,17 +99,15 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     InvalidProblem: shapes, dtypes or devices differ; bad axis.  Unsupported: dtype, rank > 8.
     """
     ax = _axis("sparsemax_backward", axis)
-    bound = bound_args(stream, dy, y)
-    if bound is not None and bound[1] is not None:
-        key = ("sparsemax_backward", ax, *bound_key(bound))
-        plan = _BOUND.get(key)
-        if plan is not None:
-            sd, sy = bound
-            assert sd is not None and sy is not None
-            dx = torch_empty(dy)
-            run_bound(plan, bound_stream(sd[0]), (torch_view(dy, *sd), torch_view(y, *sy),
-                                                  torch_out_view(dx)))  # fmt: skip
-            return dx
+    # a missing y has no signature: its checked call raises, so its key is never put
+    key, plan, bound = _BOUND.lookup(stream, ("sparsemax_backward", ax), dy, y)
+    if plan is not None:
+        sd, sy = bound
+        assert sd is not None and sy is not None
+        dx = torch_empty(dy)
+        run_bound(plan, bound_stream(sd[0]), (torch_view(dy, *sd), torch_view(y, *sy),
+                                              torch_out_view(dx)))  # fmt: skip
+        return dx
     if not is_cuda_array(dy, "sparsemax_backward"):
         return reference.sparsemax_backward(dy, y, ax)
     s = resolve_stream(stream, dy)
@@ -123,6 +115,5 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     desc = SparsemaxBackwardDescriptor(tuple(dy.shape), ax, element_of(dy))
     plan = cached_plan(SparsemaxBackwardPlan, s, desc)
     run_plan(plan, s, SparsemaxBackwardArgs(dy, y, dx))
-    if bound is not None and bound[1] is not None:
-        _BOUND.put(key, plan)
+    _BOUND.put(key, plan)
     return finish(dx)
