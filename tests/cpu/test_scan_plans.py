@@ -22,6 +22,9 @@ from baracuda.scan._kernels import (
     OPS,
     PAIR_OPS,
     PIPE_OPS,
+    ROUNDS_GROUPS,
+    ROUNDS_KINDS,
+    ROUNDS_OPS,
     SCAN_GROUPS,
     SCAN_SOURCES,
     STRIP_OPS,
@@ -127,8 +130,11 @@ class _FakeModule:
 @pytest.mark.parametrize("resident", [1, 2])
 def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> None:
     """coop_split: whole 512-byte rows, at least 2 pieces a line of a row a warp, no more
-    blocks than resident (at most 2 an SM), the workspace holds every piece's total, and
-    None where the input would not fit in shared memory and L2 or the device lacks
+    blocks than resident (at most 2 an SM), the workspace holds every piece's total (two
+    rounds' where there are rounds); one round up to COOP_ONE_ROUND times what the blocks
+    keep (and no more than that and L2), else as few rounds as what the blocks keep holds,
+    each with a piece of every block but the last; interleaved lines in one round only, None
+    where they would not fit in shared memory and L2; None where the device lacks
     cooperative launches."""
     from baracuda._cuda.device import DeviceInfo
     from baracuda.scan import _kernels as K
@@ -140,42 +146,70 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
         tile = 512 // itemsize
         warps = 16 if itemsize == 2 else 8
         held = 229376 + K.coop_reg_rows(itemsize) * warps * 512  # a block's
-        cap = 132 * min(resident, 2) * held + info.l2_bytes
-        for rows, n in [(1, 2**20), (2, 2**23 // itemsize * 2), (3, 100_008), (65, 40_000),
-                        (2, 20_000), (66, 2**16), (132, 2**16), (1, 3 * tile),
-                        (2, cap // (2 * itemsize)), (2, cap // (2 * itemsize) + tile)]:  # fmt: skip
-            sp = K.coop_split(mod, "sum", rows, n, itemsize)  # type: ignore[arg-type]
-            # the reverse entry's resources (scan_sum_cooprev), here the same sizes
-            mod.asked.clear()
-            assert K.coop_split(mod, "sum", rows, n, itemsize, True) == sp  # type: ignore[arg-type]
-            assert set(mod.asked) <= {"scan_sum_cooprev"}, mod.asked
-            if rows * n * itemsize > cap:
-                assert sp is None
-                continue
-            if sp is None:
-                assert min(132 * resident // rows, n // (warps * tile)) < 2, (rows, n)
-                continue
-            assert sp.warps == warps and sp.keep == 229376 // (warps * 512)
-            assert sp.smem == 229376
-            assert sp.chunk_len % tile == 0 and sp.nchunks >= 2
-            assert (sp.nchunks - 1) * sp.chunk_len < n <= sp.nchunks * sp.chunk_len
-            assert sp.chunk_len >= warps * tile
-            assert rows * sp.nchunks <= 132 * min(resident, 2)
-            assert state_bytes((rows, n), 1, itemsize, 132) >= rows * sp.nchunks * 16
-    assert K.coop_split(mod, "sum", 2, 2**26, 4) is None  # 512 MiB: past shared memory and L2
+        kept = 132 * min(resident, 2) * held
+        cap = kept + info.l2_bytes
+        one = min(K.COOP_ONE_ROUND * kept, cap)  # the most one round takes
+        for forced in (0, 3):
+            monkeypatch.setattr(K, "COOP_ROUNDS", forced)
+            for rows, n in [(1, 2**20), (2, 2**23 // itemsize * 2), (3, 100_008), (65, 40_000),
+                            (2, 20_000), (66, 2**16), (132, 2**16), (1, 3 * tile),
+                            (2, cap // (2 * itemsize)), (2, cap // (2 * itemsize) + tile),
+                            (2, int(one) // (2 * itemsize)), (1, 2**28 // itemsize)]:  # fmt: skip
+                sp = K.coop_split(mod, "sum", rows, n, itemsize)  # type: ignore[arg-type]
+                # the reverse entry's resources (scan_sum_cooprev), here the same sizes
+                mod.asked.clear()
+                assert K.coop_split(mod, "sum", rows, n, itemsize, True) == sp  # type: ignore[arg-type]
+                assert set(mod.asked) <= {"scan_sum_cooprev"}, mod.asked
+                nbytes = rows * n * itemsize
+                want = forced or (1 if nbytes <= one else -(-nbytes // kept))
+                if sp is None:
+                    assert min(132 * resident // rows, -(-n // want) // (warps * tile)) < 2, n
+                    continue
+                assert 1 <= sp.rounds <= want and sp.rounds > want // 2, (rows, n, sp, want)
+                assert sp.warps == warps and sp.keep == 229376 // (warps * 512)
+                assert sp.smem == 229376
+                assert sp.chunk_len % tile == 0 and sp.nchunks >= 2
+                per_round = sp.nchunks * sp.chunk_len  # positions
+                assert (sp.rounds - 1) * per_round < n <= sp.rounds * per_round
+                if sp.rounds == 1:
+                    assert (sp.nchunks - 1) * sp.chunk_len < n
+                assert rows * per_round * itemsize <= cap + rows * sp.nchunks * 512
+                assert sp.chunk_len >= warps * tile
+                assert rows * sp.nchunks <= 132 * min(resident, 2)
+                states = rows * sp.nchunks * 16 * (2 if sp.rounds > 1 else 1)
+                assert state_bytes((rows, n), 1, itemsize, 132) >= states
+                assert sp.tag == ("" if sp.rounds == 1 else f"r{sp.rounds}")
+    monkeypatch.setattr(K, "COOP_ROUNDS", 0)
+    sp = K.coop_split(mod, "sum", 2, 2**26, 4)  # type: ignore[arg-type]
+    assert sp is not None and sp.rounds == -(-2**29 // (132 * min(resident, 2) * (229376 + 2**17)))
     assert K.coop_split(mod, "max", 2, 2**20, 4) is None  # not a pipelined op
+    # logcumsumexp: one round, never past what the blocks keep and L2
+    assert K.coop_split(mod, "lse", 2, 2**26, 4) is None  # type: ignore[arg-type]
+    monkeypatch.setattr(K, "COOP_ROUNDS", 3)
+    sp = K.coop_split(mod, "lse", 2, 2**20, 4)  # type: ignore[arg-type]
+    assert sp is not None and sp.rounds == 1
+    monkeypatch.setattr(K, "COOP_ROUNDS", 0)
     assert K.coop_kernel("sum", False) == "scan_sum_coop"
     assert K.coop_kernel("lse", True) == "scan_lse_cooprev"
     assert K.coop_kernel("prod", False, 2) == "scan_prod_coop2"
     assert K.coop_kernel("sum", True, 4) == "scan_sum_coop4rev"
+    assert K.coop_kernel("sum", False, 1, 3) == "scan_sum_rounds"
+    assert K.coop_kernel("lse", True, 1, 2) == "scan_lse_roundsrev"
     # interleaved lines: a position is `lines` elements, pieces are whole rows of positions
+    # (one round, also with rounds forced; None past shared memory and L2)
+    monkeypatch.setattr(K, "COOP_ROUNDS", 2)
     for itemsize, lines in ((4, 2), (4, 4), (2, 2), (2, 4), (8, 2)):
         row = 512 // (itemsize * lines)
-        for n in (2**20, 64 * row, 100 * row):
+        for n in (2**20, 64 * row, 100 * row, 2**28 // (itemsize * lines)):
             sp = K.coop_split(mod, "sum", 1, n, itemsize, False, lines)  # type: ignore[arg-type]
+            held = 229376 + K.coop_reg_rows(itemsize) * K.coop_warps(itemsize) * 512
+            if n * itemsize * lines > 132 * min(resident, 2) * held + info.l2_bytes:
+                assert sp is None
+                continue
             if sp is None:
                 assert n // (K.coop_warps(itemsize) * row) < 2
                 continue
+            assert sp.rounds == 1
             assert sp.chunk_len % row == 0 and sp.nchunks >= 2
             assert (sp.nchunks - 1) * sp.chunk_len < n <= sp.nchunks * sp.chunk_len
             assert sp.nchunks <= 132 * min(resident, 2)
@@ -479,6 +513,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
     | {"scan_max_bwd_rows", _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
+    | {f"scan_{op}_{k}" for op in ROUNDS_OPS for k in ROUNDS_KINDS}
 )  # fmt: skip
 
 
@@ -512,6 +547,10 @@ def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
             assert group in ops[kind]  # the group of an op of LINES_OPS holds that op alone
             lines = SCAN_SOURCES[LINES_GROUPS[group]].entries
             assert set(lines) == {_SHARED} | {f"scan_{group}_{k}" for k in LINES_KINDS}
+        if group in ROUNDS_GROUPS:  # its kernels in rounds: a program of their own
+            assert group in ops[kind]
+            rounds = SCAN_SOURCES[ROUNDS_GROUPS[group]].entries
+            assert set(rounds) == {_SHARED} | {f"scan_{group}_{k}" for k in ROUNDS_KINDS}
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

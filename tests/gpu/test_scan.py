@@ -452,10 +452,12 @@ def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
 def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Few long contiguous lines on the cooperative kernel (COOP_ROWS), both ways, forward
     and backward against the float64 reference; the cumsum forward also bit for bit
-    repeatable, and the three passes (COOP_ROWS off) within the same tolerance."""
+    repeatable, and the three passes (COOP_ROWS off) within the same tolerance. In one round
+    (COOP_ROUNDS 1): the largest case would take rounds on some types."""
     from baracuda.scan import _kernels as K
 
     assert K.COOP_ROWS
+    monkeypatch.setattr(K, "COOP_ROUNDS", 1)
     names = launched_kernels(monkeypatch)
     for what, x in _coop_cases(kind, element):
         for reverse in (False, True):
@@ -474,6 +476,56 @@ def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypat
             monkeypatch.setattr(K, "COOP_ROWS", True)
             ref = R.scan(kind, _np64(x), x.dim() - 1, False)
             assert_close(three, ref, element, scale=scale_of(kind, x.shape[-1]), what=what)
+
+
+def _rounds_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, int]]:
+    """(what, input, rounds) for the cooperative kernel in rounds (scan_<op>_rounds): rounds
+    forced (COOP_ROUNDS) on 3 lines with a partial last row, a view whose lines start 8
+    elements into longer rows, one line of 2^20 + 8 and 2 lines of 3 * 2^20 + 40; for cumsum
+    also 2 lines of 72 MiB (4- and 8-byte types) or 48 MiB (2-byte types) in automatic rounds
+    (0: more than one round of what the blocks keep on an H100)."""
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return _coop_input(kind, element, shape, seed)
+
+    cases = [
+        ("3 x 100008", make((3, 100_008), 40), 2),
+        ("sliced 3 x 100008", make((3, 100_016), 41)[:, 8:], 3),
+        ("1 x (2^20 + 8)", make((2**20 + 8,), 42), 5),
+        ("2 x (3 * 2^20 + 40)", make((2, 3 * 2**20 + 40), 43), 3),
+    ]
+    if kind is ScanKind.CUMSUM:
+        mib = 72 if element.itemsize >= 4 else 48
+        cases.append((f"2 lines of {mib} MiB", make((2, mib * 2**20 // element.itemsize), 44), 0))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_cooperative_rounds(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Long lines on the cooperative kernel in rounds (COOP_ROUNDS; cumsum and cumprod,
+    ROUNDS_OPS), both ways, forward and backward against the float64 reference; the cumsum
+    forward also bit for bit repeatable, and within tolerance of one round or the three
+    passes."""
+    from baracuda.scan import _kernels as K
+
+    names = launched_kernels(monkeypatch)
+    for what, x, rounds in _rounds_cases(kind, element):
+        monkeypatch.setattr(K, "COOP_ROUNDS", rounds)
+        for reverse in (False, True):
+            names.clear()
+            check_op(kind, element, x, -1, reverse, f"rounds {rounds} {what} rev={reverse}")
+            # the forward's entry in rounds for this direction (scan_<op>_rounds[rev])
+            assert K.coop_kernel(_op_of(kind), reverse, 1, 2) in names, (what, names)
+        if kind is ScanKind.CUMSUM:
+            first, _ = run_forward(kind, x, -1, False)
+            again, _ = run_forward(kind, x, -1, False)
+            assert torch.equal(first, again), what
+            monkeypatch.setattr(K, "COOP_ROUNDS", 1)
+            one, _ = run_forward(kind, x, -1, False)
+            ref = R.scan(kind, _np64(x), x.dim() - 1, False)
+            assert_close(one, ref, element, scale=scale_of(kind, x.shape[-1]), what=what)
+            assert_close(first, _np64(one), element, scale=scale_of(kind, x.shape[-1]),
+                         what=f"rounds vs one round {what}")  # fmt: skip
 
 
 def _lines_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, int]]:

@@ -74,6 +74,7 @@ __all__ = [
     "LBCOLS_WIDE",
     "LBCOLS_STAGED",
     "COOP_ROWS",
+    "COOP_ROUNDS",
     "STRIP",
     "STRIP_OPS",
     "RING_ROWS",
@@ -324,6 +325,20 @@ def _ring_grid(rows: int, sm_count: int, per_sm: int) -> int:
 COOP_ROWS = True
 COOP_ROW_BYTES = 512  # a warp's row: 32 lanes x 16 bytes
 
+# Switch: the rounds of a cooperative launch over long lines of ROUNDS_OPS (0: automatic;
+# scan.cu, scan_<op>_rounds, in programs of their own: ROUNDS_GROUPS). A round is a piece of
+# each block in turn, the rounds' pieces consecutive stretches of the line, each round with a
+# grid barrier of its own; a block loads its next round's piece into the registers and shared
+# memory it frees as it stores this round's, so that the reads of one round overlap the writes
+# of the round before. Automatic: one round (scan_<op>_coop) up to COOP_ONE_ROUND times what
+# the blocks keep (and no more than that and the L2 cache), else as few rounds as what the
+# blocks keep holds. On the H100, cumsum over (2, 2^24) f32 took 114.8 us in 3 rounds (164 us
+# on the three passes; 120.6 in 2 rounds, 119.9 in 4), (1, 2^26) f32 228 us in 6 rounds (305
+# us; 224-241 in 5-10), (2, 2^24) bf16 63.1 us in 2 rounds (68.2 in one); but (2, 2^23) f32
+# 62.3 us in 2 rounds against 58.7 in one (docs/benchmarks.md, round 19). Read at each launch.
+COOP_ROUNDS = 0
+COOP_ONE_ROUND = 1.5
+
 
 def coop_warps(itemsize: int) -> int:
     """Warps of a cooperative block (scan.cu's kCoopWarps)."""
@@ -344,11 +359,17 @@ class CoopSplit:
     chunk_len: int
     keep: int
     warps: int
+    rounds: int = 1  # 1: scan_<op>_coop; more: scan_<op>_rounds
 
     @property
     def smem(self) -> int:
         """Dynamic shared memory of the launch: the kept rows of every warp."""
         return self.keep * self.warps * COOP_ROW_BYTES
+
+    @property
+    def tag(self) -> str:
+        """The variant's suffix for its rounds: ``r2`` for two, none for one."""
+        return f"r{self.rounds}" if self.rounds > 1 else ""
 
 
 def _smem_room(module: LoadedModule, kernel: str) -> int:
@@ -357,20 +378,23 @@ def _smem_room(module: LoadedModule, kernel: str) -> int:
     return device_info(module.device_id).max_smem_per_block_optin - module.static_smem(kernel)
 
 
-def coop_kernel(op: str, reverse: bool, lines: int = 1) -> str:
-    """The cooperative entry of ``op`` for one direction (scan.cu: an entry a direction), and
-    for ``lines`` interleaved lines (``coop_lines``)."""
-    return f"scan_{op}_coop{lines if lines > 1 else ''}{'rev' if reverse else ''}"
+def coop_kernel(op: str, reverse: bool, lines: int = 1, rounds: int = 1) -> str:
+    """The cooperative entry of ``op`` for one direction (scan.cu: an entry a direction), for
+    ``lines`` interleaved lines (``coop_lines``), or in ``rounds`` rounds."""
+    kind = "rounds" if rounds > 1 else f"coop{lines if lines > 1 else ''}"
+    return f"scan_{op}_{kind}{'rev' if reverse else ''}"
 
 
 def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
                reverse: bool = False, lines: int = 1) -> CoopSplit | None:  # fmt: skip
     """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``), or of one
     run of ``lines`` interleaved lines of ``n`` (``rows`` 1; a position is ``lines``
-    elements): as many as one block an SM allows (at most 2 an SM), none but the last
-    shorter than a row a warp. None where it does not apply: no cooperative launches, fewer
-    than 2 pieces a line, or an input larger than what the blocks keep (registers and
-    shared memory) and the L2 cache together."""
+    elements): as many a round as one block an SM allows (at most 2 an SM), none but the
+    last shorter than a row a warp, in rounds (``COOP_ROUNDS``; ROUNDS_OPS, one for
+    interleaved lines).
+    None where it does not apply: no cooperative launches, fewer than 2 pieces a line, or a
+    round larger than what the blocks keep (registers and shared memory) and the L2 cache
+    together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
         return None
     kernel = coop_kernel(op, reverse, lines)
@@ -380,14 +404,26 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
     # resident_blocks allows the entry that much shared memory first (module.function)
     blocks = min(2, module.resident_blocks(kernel, 32 * warps, smem)) * module.sm_count
     held = smem + coop_reg_rows(itemsize) * warps * COOP_ROW_BYTES  # a block's
-    if rows * n * lines * itemsize > blocks * held + device_info(module.device_id).l2_bytes:
+    nbytes, kept = rows * n * lines * itemsize, blocks * held
+    l2 = device_info(module.device_id).l2_bytes
+    if lines > 1 or op not in ROUNDS_OPS:
+        rounds = 1
+    elif COOP_ROUNDS:
+        rounds = COOP_ROUNDS
+    elif nbytes <= min(COOP_ONE_ROUND * kept, kept + l2):
+        rounds = 1
+    else:
+        rounds = _cdiv(nbytes, kept)
+    if _cdiv(nbytes, rounds) > kept + l2:
         return None
     row = COOP_ROW_BYTES // (itemsize * lines)  # positions
-    pieces = min(blocks // rows, n // (warps * row))
+    pieces = min(blocks // rows, _cdiv(n, rounds) // (warps * row))
     if pieces < 2:
         return None
-    chunk_len = _round_up(_cdiv(n, pieces), row)
-    return CoopSplit(_cdiv(n, chunk_len), chunk_len, keep, warps)
+    chunk_len = _round_up(_cdiv(n, pieces * rounds), row)
+    units = _cdiv(n, chunk_len)  # pieces of the line over every round
+    nchunks = _cdiv(units, rounds)  # a round's
+    return CoopSplit(nchunks, chunk_len, keep, warps, _cdiv(units, nchunks))
 
 
 # Switch: 2 or 4 interleaved lines (a tensor (n, 2) or (n, 4) along dim 0: axis stride 2 or
@@ -441,12 +477,22 @@ SCAN_GROUPS: dict[str, tuple[str, ...]] = {
 LINES_OPS = ("sum", "prod")
 LINES_KINDS = ("coop2", "coop2rev", "coop4", "coop4rev")
 LINES_GROUPS: dict[str, str] = {op: f"{op}_lines" for op in LINES_OPS}
+# The programs of the cooperative kernel in rounds (COOP_ROUNDS), one an op of ROUNDS_OPS,
+# loaded at the first launch that takes one (launch_scan). Not logcumsumexp: its per-element
+# work, not memory, bounds it, and 8 warps an SM are too few (cumsum's (1, 2^26) f32 on the
+# H100: 1764 us in rounds, 1093 on the three passes).
+ROUNDS_OPS = ("sum", "prod")
+ROUNDS_KINDS = ("rounds", "roundsrev")
+ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 
 
 def _group_entries(group: str) -> tuple[str, ...]:
     if group in LINES_GROUPS.values():
         op = group.removesuffix("_lines")
         return ("scan_zero", *(f"scan_{op}_{k}" for k in LINES_KINDS))
+    if group in ROUNDS_GROUPS.values():
+        op = group.removesuffix("_rounds")
+        return ("scan_zero", *(f"scan_{op}_{k}" for k in ROUNDS_KINDS))
     ops = SCAN_GROUPS[group]
     return (
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
@@ -465,7 +511,8 @@ def _group_source(group: str) -> KernelSource:
 
 
 SCAN_SOURCES: dict[str, KernelSource] = {
-    g: register_source(_group_source(g)) for g in (*SCAN_GROUPS, *LINES_GROUPS.values())
+    g: register_source(_group_source(g))
+    for g in (*SCAN_GROUPS, *LINES_GROUPS.values(), *ROUNDS_GROUPS.values())
 }
 
 
@@ -684,7 +731,8 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     if total == 0:
         return 0
     rows = total // n
-    coop = 2 * sm_count * STATE_BYTES if rows <= sm_count else 0  # coop_split's block totals
+    # coop_split's block totals, two rounds' (at most 2 blocks an SM)
+    coop = 4 * sm_count * STATE_BYTES if rows <= sm_count else 0
     return max(coop, *(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
                        for lay in ("rows", "cols") for lb in (False, True)
                        for w in (False, True)))  # fmt: skip
@@ -864,13 +912,16 @@ _SWITCHES = (
     "PIPELINED_ROWS", "LOOKBACK", "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
-    "COOP_LINES", "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD",
+    "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LINES", "LINES", "WARP_ROWS_PER_SM",
+    "FUSED_MAX_BACKWARD",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
     "OPS", "PIPE_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK", "STRIP_STAGES", "STRIP_SMEM",
     "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES", "SCAN_GROUPS", "LINES_OPS",
-    "LINES_KINDS", "LINES_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
+    "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
+    "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK",
+    "STATE_BYTES", "LB_HEADER",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
 
@@ -948,7 +999,8 @@ def launch_scan(
     (None when unused); ``vec_slots`` the slots of element type whose alignment decides the
     vector path; ``lines`` the program of ``op`` over interleaved lines (``lines_module``),
     if loaded; ``rec`` records every launch (``LaunchCache``). Returns the variant run, for
-    ``sku``/tests."""
+    ``sku``/tests. The program of ``op`` in rounds (ROUNDS_GROUPS) is loaded here, the first
+    time a launch takes it."""
     total = numel(shape)
     if total == 0:
         return "empty"
@@ -992,7 +1044,7 @@ def launch_scan(
             lp = _params((n,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
             lp.vec = 1  # coop_lines: 16-byte aligned, whole rows
             _launch_coop(lines, op, stream, lp, coop, 1, reverse, g, states_ptr, rec)
-            return f"coop{g}x{coop.nchunks}"
+            return f"coop{g}x{coop.nchunks}{coop.tag}"
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
@@ -1011,8 +1063,10 @@ def launch_scan(
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
         coop = coop_split(module, op, rows, n, itemsize, reverse)
         if coop is not None:
-            _launch_coop(module, op, stream, params, coop, rows, reverse, 1, states_ptr, rec)
-            return f"coopx{coop.nchunks}"
+            prog = module if coop.rounds == 1 else load_module(
+                SCAN_SOURCES[ROUNDS_GROUPS[op]], module.element, module.device_id)
+            _launch_coop(prog, op, stream, params, coop, rows, reverse, 1, states_ptr, rec)
+            return f"coopx{coop.nchunks}{coop.tag}"
     if ch.layout == "lbcols" and params.vec:
         variant = "lbstage"
     elif ch.layout == "lbcols" and pairs and ch.width == 32:
@@ -1072,9 +1126,10 @@ def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
                  rec: Recorder | None) -> None:  # fmt: skip
     """Enqueue the cooperative kernel over ``rows`` lines (or one run of ``lines``
     interleaved lines) cut as ``coop`` says, the pieces' totals in the workspace."""
-    kernel = coop_kernel(op, reverse, lines)
+    kernel = coop_kernel(op, reverse, lines, coop.rounds)
     params.chunk_len, params.nchunks = coop.chunk_len, coop.nchunks
     params.groups = coop.keep
+    params.width = coop.rounds
     params.agg = states_ptr
     fn = module.function(kernel, coop.smem)
     grid, block = (rows * coop.nchunks, 1, 1), 32 * coop.warps

@@ -1446,9 +1446,11 @@ template <typename T>
 constexpr int kCoopWarps = sizeof(T) == 2 ? 16 : 8;
 template <typename T>
 constexpr int kCoopRegRows = sizeof(T) == 2 ? 8 : sizeof(T) == 4 ? 32 : 16;
-// Rows past shared memory a warp loads at a time (phase 1), and double-buffered (phase 2).
-template <typename T>
-constexpr int kCoopDepth = sizeof(T) == 2 ? 2 : 8;
+// Rows past shared memory a warp loads at a time (phase 1), and double-buffered (phase 2);
+// fewer in rounds (kRounds: scan_coop_rounds_dir), whose next round's rows take registers in
+// phase 2.
+template <typename T, bool kRounds = false>
+constexpr int kCoopDepth = sizeof(T) == 2 ? 2 : kRounds ? 4 : 8;
 
 // The L2 eviction policy evict-first (createpolicy, sm_80+), for loads of lines read once.
 // (Evict-last on the tiles read again outlives the kernel: its lines crowd L2 for the
@@ -1820,6 +1822,235 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     carry = scan_row<T, A, Op, kRev, G>(op, keep[f * 32], carry, dv + (nreg + f) * step, lane);
 }
 
+// A warp's part of one round of a coop piece: its run of whole rows [s0, s1) of positions
+// (the last row of the line may be partial), how many of them it keeps in registers (nreg)
+// and in shared memory (nkeep), and where its lane's vector of full row 0 is read (pv) and
+// written (dv).
+template <typename T>
+struct CoopSpan {
+  i64 s0, s1, nfull;
+  int nreg, nkeep;
+  const T* pv;
+  T* dv;
+};
+
+// The cooperative kernel in P.width rounds (scan_<op>_rounds; COOP_ROUNDS): as scan_coop_dir,
+// a round at a time. Round r of a block is its piece of the r-th stretch of nchunks pieces;
+// its carry is the line's total over the rounds before (warp 0 keeps it) and the totals of
+// its round's pieces before it. A round's kept rows load into the registers and shared
+// memory the round before frees as it stores its own (phase 2 stores the rows in shared
+// memory first, then those in registers), so reads overlap writes. The rounds' totals
+// alternate between two halves of P.agg (2 * gridDim.x states). A function of its own, not
+// scan_coop_dir with a round count: merged, the one-round kernel had 1-2.5 % more
+// instructions and the reverse f32 (2, 2^23) case took 61.4 instead of 59.7 us on the H100
+// (docs/benchmarks.md, round 19). Rows past what the SM holds go kCoopDepth<T, true> at a
+// time (4 for 4- and 8-byte types): with 8, the f32 kernel spilled.
+template <typename T, typename A, class LineOp, bool kRev, int G = 1>
+__device__ __forceinline__ void scan_coop_rounds_dir(const Params& P) {
+  typedef typename LinesOf<LineOp, G>::type Op;
+  typedef typename Op::S S;
+  static_assert(kOneInputOp<LineOp>, "coop takes one-input ops without neighbour or aux operands");
+  // positions a lane's vector holds (LP) and a row holds (ROW), elements a row holds (ROWE)
+  constexpr int L = 16 / (int)sizeof(T), LP = L / G, ROW = 32 * LP, ROWE = 32 * L;
+  constexpr int K = PipeTile<T>::K;
+  static_assert(LP * G == L, "a lane's vector holds whole positions");
+  constexpr int W = kCoopWarps<T>, R = kCoopRegRows<T>, D = kCoopDepth<T, true>;
+  static_assert(W <= 32, "one warp combines the warps' totals");
+  extern __shared__ int4 coop_keep[];  // P.groups rows a warp: [warp][row][lane]
+  __shared__ S warp_sum[W];
+  __shared__ S warp_carry[W];
+  const Op op{P.mode};
+  const int lane = threadIdx.x & 31;
+  const int w = threadIdx.x >> 5;
+  const i64 n = P.n;
+  const i64 item = blockIdx.x;
+  const i64 line = item / P.nchunks;
+  const i64 piece = item - line * P.nchunks;
+  const int rounds = P.width;
+  // The host's launch condition; anything else would misalign the vectors.
+  // (every round's pieces start where this one's do, modulo LP)
+  const i64 q0 = piece * P.chunk_len;
+  if (!P.vec || P.chunk_len % ROW != 0 || rounds < 1 || ((kRev ? n - q0 : q0) & (LP - 1)) != 0 ||
+      blockDim.x != 32 * W)
+    __trap();
+  Coord c;
+  unravel(line, P.outer, c);
+  const T* src = in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank);
+  T* dst = static_cast<T*>(P.op[OUT].ptr) + dot(c, P.op[OUT].outer, P.outer.rank);
+  // Full rows: this lane's vector of the warp's row f is at position v0 + f * ROW (reversed:
+  // v0 - f * ROW), element offset G v0 + f * step.
+  const i64 step = kRev ? -(i64)ROWE : (i64)ROWE;
+  // Round r of this block: positions [q0, q1) of its line, q0 = (r nchunks + piece) chunk_len.
+  auto span_of = [&](int r) {
+    CoopSpan<T> s;
+    const i64 r0 = min(n, q0 + (i64)r * P.nchunks * P.chunk_len);  // (n: an empty span)
+    const i64 q1 = min(n, r0 + P.chunk_len);
+    const i64 rows = (q1 - r0 + ROW - 1) / ROW;  // the last may be partial
+    s.s0 = r0 + rows * w / W * ROW;
+    s.s1 = min(q1, r0 + rows * (w + 1) / W * ROW);
+    s.nfull = s.s1 > s.s0 ? (s.s1 - s.s0) / ROW : 0;
+    s.nreg = (int)min((i64)R, s.nfull);
+    s.nkeep = (int)min(P.groups, s.nfull - s.nreg);
+    const i64 v0 = kRev ? n - s.s0 - (i64)(lane + 1) * LP : s.s0 + (i64)lane * LP;
+    s.pv = src + v0 * G;
+    s.dv = dst + v0 * G;
+    return s;
+  };
+  int4* keep = coop_keep + (i64)w * P.groups * 32 + lane;
+  const unsigned long long first = l2_evict_first();
+  S* agg = static_cast<S*>(P.agg);
+  S line_before = op.identity();  // warp 0: the line's total over the rounds before
+  int4 reg[R];
+  // Phase 2's rows in registers (span sp, from carry0), each replaced by the next round's
+  // row (span nx) once stored.
+  auto store_reg = [&](const CoopSpan<T>& sp, const CoopSpan<T>& nx, S carry) {
+#pragma unroll
+    for (int f = 0; f < R; ++f) {
+      if (f < sp.nreg) carry = scan_row<T, A, Op, kRev, G>(op, reg[f], carry, sp.dv + f * step, lane);
+      if (f < nx.nreg) reg[f] = load_vec(nx.pv + f * step, first);
+    }
+  };
+
+  // Round 0's kept rows: every load in flight at once. A later round's are loaded while the
+  // round before it stores the rows they replace.
+  CoopSpan<T> sp = span_of(0);
+#pragma unroll
+  for (int f = 0; f < R; ++f)
+    if (f < sp.nreg) reg[f] = load_vec(sp.pv + f * step, first);
+#pragma unroll 1
+  for (int f = 0; f < sp.nkeep; ++f)
+    cp_async16_policy(keep + f * 32, sp.pv + (sp.nreg + f) * step, first);
+  cp_async_commit();
+
+#pragma unroll 1
+  for (int r = 0; r < rounds; ++r) {
+    // Phase 1: the rows past what the SM holds, then the kept rows; each row folded into the
+    // lane's total of its part.
+    const i64 f_past = sp.nreg + sp.nkeep;  // the first row past what the SM holds
+    S in_reg = op.identity(), kept = op.identity(), past = op.identity();
+#pragma unroll
+    for (int f = 0; f < R; ++f)
+      if (f < sp.nreg) in_reg = fold_vec<T, A, Op, G>(op, reg[f], in_reg);
+#pragma unroll 1
+    for (i64 f = f_past; f < sp.nfull; f += D) {
+      int4 v[D];
+#pragma unroll
+      for (int d = 0; d < D; ++d)
+        if (f + d < sp.nfull) v[d] = load_vec(sp.pv + (f + d) * step);
+#pragma unroll
+      for (int d = 0; d < D; ++d)
+        if (f + d < sp.nfull) past = fold_vec<T, A, Op, G>(op, v[d], past);
+    }
+    cp_async_wait_all();  // this thread's own copies: visible to it without a barrier
+#pragma unroll 4
+    for (int f = 0; f < sp.nkeep; ++f) kept = fold_vec<T, A, Op, G>(op, keep[f * 32], kept);
+    S excl, reg_sum, kept_sum, past_sum;
+    group_scan<1>(op, in_reg, excl, reg_sum, static_cast<S*>(nullptr));
+    group_scan<1>(op, kept, excl, kept_sum, static_cast<S*>(nullptr));
+    group_scan<1>(op, past, excl, past_sum, static_cast<S*>(nullptr));
+    // The line's partial last row (warp-uniform) as pipe1 takes it: this lane's K
+    // consecutive positions from qp.
+    const bool partial = sp.s0 + sp.nfull * ROW < sp.s1;
+    const i64 qp = sp.s0 + (i64)lane * K + sp.nfull * ROW;
+    const int valid = (int)max((i64)0, min((i64)K, sp.s1 - qp));
+    const T* pp = src + (kRev ? n - qp - K : qp);
+    if constexpr (G == 1) {
+      if (partial) {
+        Raw32 cur;
+        load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
+        past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, true);
+      }
+    } else if (partial) {
+      __trap();  // the host's launch condition: whole rows
+    }
+    if (lane == 0) warp_sum[w] = op.combine(op.combine(reg_sum, kept_sum), past_sum);
+    __syncthreads();
+    if (w == 0) {
+      S wex, block_sum;
+      group_scan<1>(op, lane < W ? warp_sum[lane] : op.identity(), wex, block_sum,
+                    static_cast<S*>(nullptr));
+      // A round's totals where the round before last wrote its own: every block read those
+      // before it arrived at the last barrier.
+      S* round_agg = agg + (r & 1) * (i64)gridDim.x;
+      if (lane == 0) {
+        round_agg[item] = block_sum;
+        grid_wait(grid_arrive());
+      }
+      __syncwarp();
+      // The totals of the line's pieces before this one in this round (a run per lane in
+      // order, then the lanes' results in order), after the line's total over the rounds
+      // before; and the line's total over this round, for the next.
+      const S* sums = round_agg + line * P.nchunks;
+      const i64 upto = P.nchunks;  // every total of the round: the line's, for the next
+      const i64 per = (upto + 31) / 32;
+      S part = op.identity(), all = op.identity();
+      for (i64 j = lane * per; j < min(upto, (lane + 1) * per); ++j) {
+        const S v = ld_cg(sums + j);
+        if (j < piece) part = op.combine(part, v);
+        all = op.combine(all, v);
+      }
+      S pex, carry;
+      group_scan<1>(op, part, pex, carry, static_cast<S*>(nullptr));
+      carry = op.combine(line_before, carry);
+      S aex, round_total;
+      group_scan<1>(op, all, aex, round_total, static_cast<S*>(nullptr));
+      line_before = op.combine(line_before, round_total);
+      if (lane < W) warp_carry[lane] = op.combine(carry, wex);
+    }
+    // The first rows read again need no carry: the other warps load them while warp 0 waits
+    // at the grid barrier, warp 0 after it (as the standalone kernel of round 15 does).
+    int4 buf[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d)
+      if (f_past + d < sp.nfull) buf[d] = load_vec(sp.pv + (f_past + d) * step);
+    __syncthreads();
+    const S carry0 = warp_carry[w];
+
+    // Phase 2: the rows past, then those in registers, then those in shared memory; the
+    // next round's kept rows load into the registers and shared memory they free.
+    S carry = op.combine(op.combine(carry0, reg_sum), kept_sum);
+#pragma unroll 1
+    for (i64 f = f_past; f < sp.nfull; f += D) {
+      int4 nxt[D];
+#pragma unroll
+      for (int d = 0; d < D; ++d)
+        if (f + D + d < sp.nfull) nxt[d] = load_vec(sp.pv + (f + D + d) * step);
+#pragma unroll
+      for (int d = 0; d < D; ++d)
+        if (f + d < sp.nfull)
+          carry = scan_row<T, A, Op, kRev, G>(op, buf[d], carry, sp.dv + (f + d) * step, lane);
+#pragma unroll
+      for (int d = 0; d < D; ++d) buf[d] = nxt[d];  // those past nfull are not read
+    }
+    if constexpr (G == 1) {
+      if (partial) {
+        Raw32 cur;
+        load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
+        pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, false);
+      }
+    }
+    const bool more = r + 1 < rounds;
+    const CoopSpan<T> nx = more ? span_of(r + 1) : CoopSpan<T>{0, 0, 0, 0, 0, sp.pv, sp.dv};
+    // Unrolled: with 8 warps an SM, the rows' shuffle scans must overlap (only the carry
+    // links them); one at a time took the f32 (2, 2^23) case from 49.6 to 56.5-58.6 us (ncu,
+    // round 13).
+    carry = op.combine(carry0, reg_sum);
+#pragma unroll 4
+    for (int f = 0; f < sp.nkeep; ++f) {
+      carry = scan_row<T, A, Op, kRev, G>(op, keep[f * 32], carry, sp.dv + (sp.nreg + f) * step, lane);
+      if (f < nx.nkeep) cp_async16_policy(keep + f * 32, nx.pv + (nx.nreg + f) * step, first);
+    }
+#pragma unroll 1
+    for (int f = sp.nkeep; f < nx.nkeep; ++f)
+      cp_async16_policy(keep + f * 32, nx.pv + (nx.nreg + f) * step, first);
+    if (more) cp_async_commit();
+    // The rows in registers after those in shared memory: while those are scanned, the
+    // registers hold this round's rows, not the next round's as well.
+    store_reg(sp, nx, carry0);
+    sp = nx;
+  }
+}
+
 // One entry a direction (scan_<op>_coop, scan_<op>_cooprev), not one with both behind
 // P.reverse: the kernel runs most of its code once a warp (the tiles kept in registers are
 // unrolled), so its instructions come from L2 or memory whenever other kernels ran since its
@@ -1835,6 +2066,18 @@ template <typename T, typename A, class Op>
 __device__ void scan_cooprev(const Params& P) {
   if (!P.reverse) __trap();
   scan_coop_dir<T, A, Op, true>(P);
+}
+// Rounds (scan_<op>_rounds, scan_<op>_roundsrev): lines longer than what the blocks keep and
+// L2 hold, a round at a time (P.width rounds).
+template <typename T, typename A, class Op>
+__device__ void scan_rounds(const Params& P) {
+  if (P.reverse) __trap();
+  scan_coop_rounds_dir<T, A, Op, false>(P);
+}
+template <typename T, typename A, class Op>
+__device__ void scan_roundsrev(const Params& P) {
+  if (!P.reverse) __trap();
+  scan_coop_rounds_dir<T, A, Op, true>(P);
 }
 // G interleaved lines (scan_<op>_coop<G>, scan_<op>_coop<G>rev): a type whose 16-byte vector
 // holds whole positions of G lines (no 4-line entry for f64: a trap).
@@ -2504,6 +2747,11 @@ __device__ void scan_ring(const Params& P) {
   BC_SCAN_BLOCK_ENTRY(name, OP, coop2rev, scan_coop2rev, 32 * bc::scan::kCoopWarps<BC_T>, 1) \
   BC_SCAN_BLOCK_ENTRY(name, OP, coop4, scan_coop4, 32 * bc::scan::kCoopWarps<BC_T>, 1)       \
   BC_SCAN_BLOCK_ENTRY(name, OP, coop4rev, scan_coop4rev, 32 * bc::scan::kCoopWarps<BC_T>, 1)
+// The cooperative kernel in rounds, in a program of its own (BC_SCAN_GROUP_*_ROUNDS): only
+// lines longer than one round holds use it.
+#define BC_SCAN_ROUNDS_ENTRY(name, OP)                                                          \
+  BC_SCAN_BLOCK_ENTRY(name, OP, rounds, scan_rounds, 32 * bc::scan::kCoopWarps<BC_T>, 1)       \
+  BC_SCAN_BLOCK_ENTRY(name, OP, roundsrev, scan_roundsrev, 32 * bc::scan::kCoopWarps<BC_T>, 1)
 #define BC_SCAN_STAGE_ENTRY(name, OP)                                                        \
   BC_LB_KERNEL(scan_##name##_lbstage, 4)(bc::scan::Params p) {                               \
     bc::pdl_wait();                                                                          \
@@ -2524,11 +2772,12 @@ __device__ void scan_ring(const Params& P) {
 // One program per group of ops (baracuda.scan._kernels.SCAN_GROUPS): the host compiles this
 // file once per group with BC_SCAN_GROUP_<NAME> defined, so a plan compiles only its own
 // kernels. Every kernel is in exactly one group (the interleaved lines' coop entries of sum
-// and prod are groups of their own: LINES_GROUPS).
+// and prod, and the rounds entries, are groups of their own: LINES_GROUPS, ROUNDS_GROUPS).
 #if defined(BC_SCAN_GROUP_SUM) + defined(BC_SCAN_GROUP_PROD) + defined(BC_SCAN_GROUP_MAX) + \
         defined(BC_SCAN_GROUP_LSE) + defined(BC_SCAN_GROUP_PROD_BWD) +                     \
         defined(BC_SCAN_GROUP_LSE_BWD) + defined(BC_SCAN_GROUP_MAX_BWD) +                  \
-        defined(BC_SCAN_GROUP_SUM_LINES) + defined(BC_SCAN_GROUP_PROD_LINES) !=            \
+        defined(BC_SCAN_GROUP_SUM_LINES) + defined(BC_SCAN_GROUP_PROD_LINES) +             \
+        defined(BC_SCAN_GROUP_SUM_ROUNDS) + defined(BC_SCAN_GROUP_PROD_ROUNDS) !=          \
     1
 #error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (baracuda.scan._kernels.SCAN_SOURCES)"
 #endif
@@ -2556,6 +2805,10 @@ BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 BC_SCAN_LINES_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD_LINES)
 BC_SCAN_LINES_ENTRY(prod, ProdOp)
+#elif defined(BC_SCAN_GROUP_SUM_ROUNDS)  // long lines of cumsum (and its backward)
+BC_SCAN_ROUNDS_ENTRY(sum, SumOp)
+#elif defined(BC_SCAN_GROUP_PROD_ROUNDS)
+BC_SCAN_ROUNDS_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
 #elif defined(BC_SCAN_GROUP_LSE)
