@@ -194,7 +194,7 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
     assert K.coop_kernel("prod", False, 2) == "scan_prod_coop2"
     assert K.coop_kernel("sum", True, 4) == "scan_sum_coop4rev"
     assert K.coop_kernel("sum", False, 1, 3) == "scan_sum_rounds"
-    assert K.coop_kernel("lse", True, 1, 2) == "scan_lse_roundsrev"
+    assert K.coop_kernel("prod", True, 1, 2) == "scan_prod_roundsrev"
     # interleaved lines: a position is `lines` elements, pieces are whole rows of positions
     # (one round, also with rounds forced; None past shared memory and L2)
     monkeypatch.setattr(K, "COOP_ROUNDS", 2)

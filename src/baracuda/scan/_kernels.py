@@ -390,11 +390,10 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
     """The pieces of a cooperative scan of ``rows`` lines of ``n`` (``COOP_ROWS``), or of one
     run of ``lines`` interleaved lines of ``n`` (``rows`` 1; a position is ``lines``
     elements): as many a round as one block an SM allows (at most 2 an SM), none but the
-    last shorter than a row a warp, in rounds (``COOP_ROUNDS``; ROUNDS_OPS, one for
-    interleaved lines).
-    None where it does not apply: no cooperative launches, fewer than 2 pieces a line, or a
-    round larger than what the blocks keep (registers and shared memory) and the L2 cache
-    together."""
+    last shorter than a row a warp, in rounds (``COOP_ROUNDS``; ROUNDS_OPS only, interleaved
+    lines in one). None where it does not apply: no cooperative launches, fewer than 2
+    pieces a line, or a round larger than what the blocks keep (registers and shared memory)
+    and the L2 cache together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
         return None
     kernel = coop_kernel(op, reverse, lines)
@@ -919,9 +918,8 @@ _SWITCHES = (
 _FIXED = (
     "OPS", "PIPE_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK", "STRIP_STAGES", "STRIP_SMEM",
     "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES", "SCAN_GROUPS", "LINES_OPS",
-    "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
-    "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK",
-    "STATE_BYTES", "LB_HEADER",
+    "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS", "ROUNDS_GROUPS",
+    "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
 

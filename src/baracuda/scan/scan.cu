@@ -1880,7 +1880,7 @@ __device__ __forceinline__ void scan_coop_rounds_dir(const Params& P) {
   // Full rows: this lane's vector of the warp's row f is at position v0 + f * ROW (reversed:
   // v0 - f * ROW), element offset G v0 + f * step.
   const i64 step = kRev ? -(i64)ROWE : (i64)ROWE;
-  // Round r of this block: positions [q0, q1) of its line, q0 = (r nchunks + piece) chunk_len.
+  // Round r of this block: positions [r0, q1) of its line, r0 = (r nchunks + piece) chunk_len.
   auto span_of = [&](int r) {
     CoopSpan<T> s;
     const i64 r0 = min(n, q0 + (i64)r * P.nchunks * P.chunk_len);  // (n: an empty span)
@@ -2006,8 +2006,8 @@ __device__ __forceinline__ void scan_coop_rounds_dir(const Params& P) {
     __syncthreads();
     const S carry0 = warp_carry[w];
 
-    // Phase 2: the rows past, then those in registers, then those in shared memory; the
-    // next round's kept rows load into the registers and shared memory they free.
+    // Phase 2: the rows past, then those in shared memory, then those in registers; the
+    // next round's kept rows load into the shared memory and registers they free.
     S carry = op.combine(op.combine(carry0, reg_sum), kept_sum);
 #pragma unroll 1
     for (i64 f = f_past; f < sp.nfull; f += D) {
