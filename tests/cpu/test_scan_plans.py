@@ -183,11 +183,19 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
     sp = K.coop_split(mod, "sum", 2, 2**26, 4)  # type: ignore[arg-type]
     assert sp is not None and sp.rounds == -(-2**29 // (132 * min(resident, 2) * (229376 + 2**17)))
     assert K.coop_split(mod, "max", 2, 2**20, 4) is None  # not a pipelined op
-    # logcumsumexp: one round, never past what the blocks keep and L2
-    assert K.coop_split(mod, "lse", 2, 2**26, 4) is None  # type: ignore[arg-type]
+    # logcumsumexp: the itemsizes of COOP_LSE_ITEMSIZES only (2), in rounds like cumsum
+    assert K.COOP_LSE_ITEMSIZES == (2,)
+    for itemsize in (4, 8):
+        assert K.coop_split(mod, "lse", 2, 2**20, itemsize) is None  # type: ignore[arg-type]
+    lse = K.coop_split(mod, "lse", 2, 2**26, 2)  # type: ignore[arg-type]
+    assert lse == K.coop_split(mod, "sum", 2, 2**26, 2)  # type: ignore[arg-type]
+    assert lse is not None and lse.rounds > 1
     monkeypatch.setattr(K, "COOP_ROUNDS", 3)
+    sp = K.coop_split(mod, "lse", 2, 2**20, 2)  # type: ignore[arg-type]
+    assert sp is not None and sp.rounds == 3
+    monkeypatch.setattr(K, "COOP_LSE_ITEMSIZES", (2, 4))
     sp = K.coop_split(mod, "lse", 2, 2**20, 4)  # type: ignore[arg-type]
-    assert sp is not None and sp.rounds == 1
+    assert sp is not None and sp.rounds == 3
     monkeypatch.setattr(K, "COOP_ROUNDS", 0)
     assert K.coop_kernel("sum", False) == "scan_sum_coop"
     assert K.coop_kernel("lse", True) == "scan_lse_cooprev"

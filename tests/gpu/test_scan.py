@@ -458,6 +458,7 @@ def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypat
 
     assert K.COOP_ROWS
     monkeypatch.setattr(K, "COOP_ROUNDS", 1)
+    monkeypatch.setattr(K, "COOP_LSE_ITEMSIZES", (2, 4, 8))  # every type's kernel
     names = launched_kernels(monkeypatch)
     for what, x in _coop_cases(kind, element):
         for reverse in (False, True):
@@ -499,7 +500,8 @@ def _rounds_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, 
     return cases
 
 
-@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
+                         ids=lambda k: k.value)  # fmt: skip
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_cooperative_rounds(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Long lines on the cooperative kernel in rounds (COOP_ROUNDS; cumsum and cumprod,
@@ -508,6 +510,7 @@ def test_scan_cooperative_rounds(kind: ScanKind, element: ElementKind, monkeypat
     passes."""
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "COOP_LSE_ITEMSIZES", (2, 4, 8))  # every type's kernel
     names = launched_kernels(monkeypatch)
     for what, x, rounds in _rounds_cases(kind, element):
         monkeypatch.setattr(K, "COOP_ROUNDS", rounds)
@@ -526,6 +529,101 @@ def test_scan_cooperative_rounds(kind: ScanKind, element: ElementKind, monkeypat
             assert_close(one, ref, element, scale=scale_of(kind, x.shape[-1]), what=what)
             assert_close(first, _np64(one), element, scale=scale_of(kind, x.shape[-1]),
                          what=f"rounds vs one round {what}")  # fmt: skip
+
+
+def _lse_special_lines(lines: int, n: int, seed: int) -> np.ndarray:
+    """float64 lines of n values for logcumsumexp with what its kernels must get right,
+    cycling over 8 kinds of line: plain, a leading run of -inf, all -inf, a -inf block and a
+    +inf, a NaN, values of 1e4 (exp overflows), +inf first then -inf, tiny exps (-90 with
+    one 40)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((lines, n)) * 3
+    for i in range(lines):
+        row, kind = x[i], i % 8
+        if kind == 1:
+            row[: n // 3 + 1] = -np.inf
+        elif kind == 2:
+            row[:] = -np.inf
+        elif kind == 3:
+            row[n // 4 : n // 2] = -np.inf
+            row[n // 2] = np.inf
+        elif kind == 4:
+            row[n // 4] = np.nan
+        elif kind == 5:
+            row *= 1e4
+        elif kind == 6:
+            row[0] = np.inf
+            row[1::7] = -np.inf
+        elif kind == 7:
+            row[:] = -90.0 + rng.standard_normal(n)
+            row[n // 3] = 40.0
+    return x
+
+
+def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, dict[str, Any],
+                                                   str]]:  # fmt: skip
+    """(what, shape, axis, switches, kernel) for logcumsumexp's forward kernels: the launch
+    of shape along axis with the switches set must run the named kernel (either direction,
+    ``scan_lse_`` + kernel)."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    many = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 3
+    lanes = 16 // element.itemsize
+    wide = 2**20 + 8 * lanes  # a few long aligned lines: the cooperative kernel
+    any_size = (2, 4, 8)  # COOP_LSE_ITEMSIZES: the cooperative kernel for every type
+    return [
+        ("many aligned rows", (many, 32 * lanes), -1, {}, "pipe1"),
+        ("short odd rows", (37, 129), -1, {}, "rows1"),
+        ("few long odd rows", (3, 50_001), 1, {}, "rows8"),
+        ("few long aligned rows", (2, wide), 1, {"COOP_ROUNDS": 1, "COOP_LSE_ITEMSIZES": any_size},
+         "coop"),
+        ("few long aligned rows in rounds", (2, wide), 1,
+         {"COOP_ROUNDS": 3, "COOP_LSE_ITEMSIZES": any_size}, "rounds"),
+        # 4- and 8-byte types take the three passes there
+        ("few long aligned rows, default", (2, wide), 1, {},
+         "coop" if element.itemsize in K.COOP_LSE_ITEMSIZES else "rows8"),
+        # f64's states are not one word: three passes where the others take look-back tiles
+        ("strided lines", (300, 65), 0, {}, "cols" if element.itemsize == 8 else "lbcols"),
+        ("strided lines, staged", (4096, 32), 0, {},
+         "cols" if element.itemsize == 8 else "lbstage"),
+        ("many strided lines", (40, 140_000), 0, {}, "cols"),
+        ("strided, three passes", (3000, 64), 0, {"LOOKBACK": False}, "cols"),
+    ]
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_logcumsumexp_special_values(element: ElementKind, monkeypatch: Any) -> None:
+    """logcumsumexp on every forward kernel (each case asserts the kernel it runs), both
+    directions, on lines of -inf runs, all -inf, +inf, NaN, huge and tiny exps: equal to
+    torch's float64 logcumsumexp of the same values (NaN and infinities in the same places,
+    finite values within tolerance), on outputs poisoned beforehand."""
+    from baracuda.scan import _kernels as K
+
+    names = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    for what, shape, axis, switches, kernel in _lse_paths(element):
+        for key, value in switches.items():
+            monkeypatch.setattr(K, key, value)
+        ax = axis % len(shape)
+        n = shape[ax]
+        other = tuple(d for i, d in enumerate(shape) if i != ax)
+        lines = _lse_special_lines(math.prod(other), n, 50)
+        xn = np.moveaxis(lines.reshape(*other, n), -1, ax)
+        x = torch.from_numpy(np.ascontiguousarray(xn)).to("cuda", dt)
+        xd = x.to("cpu", torch.float64)
+        for reverse in (False, True):
+            names.clear()
+            y, _ = run_forward(ScanKind.LOGCUMSUMEXP, x, axis, reverse)
+            assert f"scan_lse_{kernel}" in names or (
+                kernel in ("coop", "rounds") and f"scan_lse_{kernel}rev" in names
+            ), (what, names)
+            ref = torch.logcumsumexp(xd.flip(ax), ax).flip(ax) if reverse else \
+                torch.logcumsumexp(xd, ax)  # fmt: skip
+            assert_close(y, ref, element, scale=scale_of(ScanKind.LOGCUMSUMEXP, n),
+                         what=f"{what} {shape} axis {axis} rev={reverse}")  # fmt: skip
+        monkeypatch.undo()  # the switches and the spy
+        names = launched_kernels(monkeypatch)
 
 
 def _lines_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, int]]:

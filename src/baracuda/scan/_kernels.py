@@ -75,6 +75,7 @@ __all__ = [
     "LBCOLS_STAGED",
     "COOP_ROWS",
     "COOP_ROUNDS",
+    "COOP_LSE_ITEMSIZES",
     "STRIP",
     "STRIP_OPS",
     "RING_ROWS",
@@ -337,6 +338,13 @@ COOP_ROW_BYTES = 512  # a warp's row: 32 lanes x 16 bytes
 # us; 224-241 in 5-10), (2, 2^24) bf16 63.1 us in 2 rounds (68.2 in one); but (2, 2^23) f32
 # 62.3 us in 2 rounds against 58.7 in one (docs/benchmarks.md, round 19). Read at each launch.
 COOP_ROUNDS = 0
+
+# Switch: the itemsizes whose logcumsumexp takes the cooperative kernel (COOP_ROWS); the
+# others take the three passes. Its exp and log per element bound it, not memory, and the
+# cooperative blocks have 16 warps an SM for 2-byte types, 8 for the others. On the H100
+# (time_us, cooperative vs three passes): (2, 2^23) f32 262.6 vs 152.0, bf16 97.4 vs 128.6;
+# (1, 2^26) f32 884.7 (rounds) vs 548.2, bf16 324.3 vs 463.6. Read at each launch.
+COOP_LSE_ITEMSIZES: tuple[int, ...] = (2,)
 COOP_ONE_ROUND = 1.5
 
 
@@ -395,6 +403,8 @@ def coop_split(module: LoadedModule, op: str, rows: int, n: int, itemsize: int,
     pieces a line, or a round larger than what the blocks keep (registers and shared memory)
     and the L2 cache together."""
     if not (COOP_ROWS and module.cooperative and op in PIPE_OPS):
+        return None
+    if op == "lse" and itemsize not in COOP_LSE_ITEMSIZES:
         return None
     kernel = coop_kernel(op, reverse, lines)
     warps = coop_warps(itemsize)
@@ -477,10 +487,9 @@ LINES_OPS = ("sum", "prod")
 LINES_KINDS = ("coop2", "coop2rev", "coop4", "coop4rev")
 LINES_GROUPS: dict[str, str] = {op: f"{op}_lines" for op in LINES_OPS}
 # The programs of the cooperative kernel in rounds (COOP_ROUNDS), one an op of ROUNDS_OPS,
-# loaded at the first launch that takes one (launch_scan). Not logcumsumexp: its per-element
-# work, not memory, bounds it, and 8 warps an SM are too few (cumsum's (1, 2^26) f32 on the
-# H100: 1764 us in rounds, 1093 on the three passes).
-ROUNDS_OPS = ("sum", "prod")
+# loaded at the first launch that takes one (launch_scan). logcumsumexp's only for the
+# itemsizes of COOP_LSE_ITEMSIZES.
+ROUNDS_OPS = ("sum", "prod", "lse")
 ROUNDS_KINDS = ("rounds", "roundsrev")
 ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 
@@ -911,8 +920,8 @@ _SWITCHES = (
     "PIPELINED_ROWS", "LOOKBACK", "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
-    "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LINES", "LINES", "WARP_ROWS_PER_SM",
-    "FUSED_MAX_BACKWARD",
+    "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "COOP_LINES", "LINES",
+    "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (

@@ -183,6 +183,46 @@ __device__ __forceinline__ A log_add_exp(A a, A b) {
   return mx + log1p(exp(mn - mx));
 }
 
+// logcumsumexp's run of elements: the value m + log(s), m the largest element so far (or the
+// carry it started from), s = sum exp(v - m) >= 1 (0 for the empty run). Each element costs
+// one exp of an argument <= 0 (rescaling s when it brings a new maximum), each output one log
+// of s, and joining two runs one exp, where a log_add_exp costs an exp, a log1p and their
+// guards. Equal maxima (infinities included) add their sums (no inf - inf); NaN sticks in s.
+template <typename A>
+struct LseRun {
+  A m, s;
+};
+template <typename A>
+__device__ __forceinline__ LseRun<A> shfl_up(LseRun<A> x, int d) {
+  return {shfl_up(x.m, d), shfl_up(x.s, d)};
+}
+template <typename A>
+__device__ __forceinline__ LseRun<A> shfl_idx(LseRun<A> x, int s) {
+  return {shfl_idx(x.m, s), shfl_idx(x.s, s)};
+}
+
+// exp of an argument <= 0 for a run's terms: the hardware exp below f64 (__expf: relative
+// error about 2^-21 + |x| 2^-24; a term exp(x) <= 1 adds at most about 1.3e-7 to s >= 1,
+// where the largest, x = -1, moves log s by 1.3e-7 / s), the accurate one in f64.
+template <typename A>
+__device__ __forceinline__ A lse_exp(A x) {
+  if constexpr (sizeof(A) == 4)
+    return __expf(x);
+  else
+    return exp(x);
+}
+
+// log of s >= 1 for an output: the hardware log (__logf: absolute error about 2^-21.4 over
+// s's range) when values are stored in 2 bytes (f16, bf16: 2^-11 / 2^-8 per stored value),
+// the accurate one otherwise (f32, f64).
+template <typename A>
+__device__ __forceinline__ A log_run(A s) {
+  if constexpr (sizeof(BC_T) == 2)
+    return __logf(s);
+  else
+    return log(s);
+}
+
 template <typename A>
 struct LseOp {
   typedef A S;
@@ -193,7 +233,64 @@ struct LseOp {
   __device__ S combine(S l, S r) const { return log_add_exp(l, r); }
   __device__ S make(const A* v, unsigned char, i64) const { return v[0]; }
   __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc; }
+  // thread runs (kRunOp): start at a state, push values, join two runs, read the state
+  typedef LseRun<A> Run;
+  __device__ Run run0() const { return {-inf<A>(), A(0)}; }  // the empty run
+  __device__ Run run(S from) const { return {from, A(1)}; }
+  // the run of l's elements then r's: the smaller maximum's sum rescaled by one exp <= 1
+  // (equal maxima, infinities included, add; NaN in either gives NaN in s)
+  __device__ Run join(const Run& l, const Run& r) const {
+    const bool eq = l.m == r.m, lbig = l.m > r.m;
+    const A e = lse_exp(eq ? A(0) : lbig ? r.m - l.m : l.m - r.m);
+    return lbig ? Run{l.m, r.s * e + l.s} : Run{r.m, l.s * e + r.s};
+  }
+  __device__ void push(Run& r, A v) const {  // join(r, run(v)), one compare fewer
+    const A d = v == r.m ? A(0) : v - r.m;
+    const A e = lse_exp(-fabs(d));
+    const bool up = d > A(0);
+    r.s = up ? r.s * e + A(1) : r.s + e;
+    r.m = up ? v : r.m;
+  }
+  __device__ S value(const Run& r) const { return r.m + log_run(r.s); }
 };
+
+// Run ops (logcumsumexp) scan in runs (Op::Run: run0, run, push, join, value) instead of
+// states: a thread pushes its elements, warps and blocks join the threads' runs, and the
+// outputs are pushed again from the thread's carry; only tile totals and carries are states
+// (S), so look-back, chunk carries and the workspace are the same as for the other ops.
+// Every kernel keeps the other ops' code as it was (checked by the SASS of each function).
+template <class Op>
+constexpr bool kRunOp = false;
+template <typename A>
+constexpr bool kRunOp<LseOp<A>> = true;
+
+// A run ops' run type, an empty placeholder for the others.
+struct NoRun {};
+template <class Op, bool = kRunOp<Op>>
+struct RunOf {
+  typedef NoRun type;
+};
+template <class Op>
+struct RunOf<Op, true> {
+  typedef typename Op::Run type;
+};
+// What a warp's partial scans are exchanged as: runs for run ops, else states.
+template <class Op, bool = kRunOp<Op>>
+struct WordOf {
+  typedef typename Op::S type;
+};
+template <class Op>
+struct WordOf<Op, true> {
+  typedef typename Op::Run type;
+};
+// A run from `from` for run ops; the placeholder for the others.
+template <class Op>
+__device__ __forceinline__ auto run_from(const Op& op, typename Op::S from) {
+  if constexpr (kRunOp<Op>)
+    return op.run(from);
+  else
+    return NoRun{};
+}
 
 // ---------------------------------------------------------------- backward ops
 // All scan in the direction opposite to the forward's.
@@ -312,6 +409,42 @@ __device__ __forceinline__ void group_scan(const Op& op, typename Op::S x, typen
     __syncthreads();  // scratch is rewritten by the next call
     excl = op.combine(before, e);
     total = all;
+  }
+}
+
+// group_scan over the runs of run ops (kRunOp): joins instead of combines (an exp each, no
+// log); `scratch` holds GW runs when GW > 1.
+template <int GW, class Op>
+__device__ __forceinline__ void group_scan_run(const Op& op, typename Op::Run x,
+                                               typename Op::Run& excl, typename Op::Run& total,
+                                               typename Op::Run* scratch) {
+  typedef typename Op::Run Run;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const Run y = shfl_up(x, d);
+    if (lane >= d) x = op.join(y, x);
+  }
+  Run e = shfl_up(x, 1);
+  if (lane == 0) e = op.run0();
+  if (GW == 1) {
+    excl = e;
+    total = shfl_idx(x, 31);
+  } else {
+    // the warps' runs scanned by the first GW lanes of every warp (log2 GW joins, not 2 GW)
+    const int w = threadIdx.x >> 5;
+    if (lane == 31) scratch[w] = x;
+    __syncthreads();
+    Run t = lane < GW ? scratch[lane] : op.run0();
+    __syncthreads();  // scratch is rewritten by the next call
+#pragma unroll
+    for (int d = 1; d < GW; d <<= 1) {
+      const Run y = shfl_up(t, d);
+      if (lane >= d) t = op.join(y, t);
+    }
+    const Run before = shfl_idx(t, (w + 31) & 31);  // warps 0..w-1 (w > 0)
+    total = shfl_idx(t, GW - 1);
+    excl = w > 0 ? op.join(before, e) : e;
   }
 }
 
@@ -490,32 +623,50 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
         if (qt + k < q1) fl[k] = src[phys(P, qt + k) * P.op[AUX].axis_stride];
     }
   }
-  S st[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    A vk[Op::kIn];
-#pragma unroll
-    for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-    st[k] = qt + k < q1 ? op.make(vk, fl[k], phys(P, qt + k)) : op.identity();
-    if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
-  }
-  S excl, total;
-  group_scan<GW>(op, st[K - 1], excl, total, scratch);
-  const S carry = carry_in(total);
-  if (reduce || qt >= q1) return;
-  const S prefix = op.combine(carry, excl);
-  S prev = prefix;
   A res[K];
   i64 win[K];  // cummax/cummin: physical index of each running winner
+  if constexpr (kRunOp<Op>) {
+    // the thread's run, joined across the group; `scratch` holds GW runs
+    typedef typename Op::Run Run;
+    Run r = op.run0();
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const S inc = op.combine(prefix, st[k]);
-    A vk[Op::kIn];
+    for (int k = 0; k < K; ++k) op.push(r, qt + k < q1 ? v[0][k] : op.identity());
+    Run excl, total;
+    group_scan_run<GW>(op, r, excl, total, reinterpret_cast<Run*>(scratch));
+    const S carry = carry_in(op.value(total));
+    if (reduce || qt >= q1) return;
+    r = op.join(op.run(carry), excl);  // positions past the end are pushed but not stored
 #pragma unroll
-    for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-    res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
-    if constexpr (Op::kAuxOut) win[k] = op.winner(inc, prev, vk, qt + k, phys(P, qt + k));
-    prev = inc;
+    for (int k = 0; k < K; ++k) {
+      op.push(r, v[0][k]);
+      res[k] = op.value(r);
+    }
+  } else {
+    S st[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      A vk[Op::kIn];
+#pragma unroll
+      for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+      st[k] = qt + k < q1 ? op.make(vk, fl[k], phys(P, qt + k)) : op.identity();
+      if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+    }
+    S excl, total;
+    group_scan<GW>(op, st[K - 1], excl, total, scratch);
+    const S carry = carry_in(total);
+    if (reduce || qt >= q1) return;
+    const S prefix = op.combine(carry, excl);
+    S prev = prefix;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const S inc = op.combine(prefix, st[k]);
+      A vk[Op::kIn];
+#pragma unroll
+      for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+      res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
+      if constexpr (Op::kAuxOut) win[k] = op.winner(inc, prev, vk, qt + k, phys(P, qt + k));
+      prev = inc;
+    }
   }
   if constexpr (Op::kAuxOut) {
     if (P.op[AUX].ptr != nullptr) rows_store_aux<K, kRev>(P, base[AUX], qt, q1, pstart, vec, win);
@@ -555,7 +706,7 @@ __device__ __forceinline__ void scan_rows_dir(const Params& P) {
   constexpr int K = rows_per_thread<T>();
   constexpr int GT = 32 * GW;
   constexpr int GPB = kBlock / GT;
-  __shared__ S scratch[8];
+  __shared__ S scratch[kRunOp<Op> ? 16 : 8];  // run ops: 8 runs
   const Op op{P.mode};
   const int g = threadIdx.x / GT;
   const bool reduce = P.agg != nullptr;
@@ -844,7 +995,7 @@ template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_lb_rows_dir(const Params& P) {
   typedef typename Op::S S;
   constexpr int K = 2 * rows_per_thread<T>();
-  __shared__ S scratch[8];
+  __shared__ S scratch[kRunOp<Op> ? 16 : 8];  // run ops: 8 runs
   __shared__ S part_sh[kLbMaxLevels][32];
   __shared__ i64 tile_sh;
   const Op op{P.mode};
@@ -980,7 +1131,7 @@ struct LbColsShared {
   // kBlock * (R + 1) elements, passed only to staged launches)
   static constexpr bool kStage = kOneInputOp<Op> && sizeof(T) < 8;
   typedef typename Op::S S;
-  S scratch[8][32];
+  typename WordOf<Op>::type scratch[8][32];
   S part[kLbMaxLevels][32];
   i64 off[kLbMaxLevels];
   i64 tile;
@@ -1070,67 +1221,114 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
         src += step;
       }
     }
-    S st[R];
+    if constexpr (kRunOp<Op>) {
+      // the same with the thread's run: joins across lines' row lanes and warps, then its
+      // outputs pushed from its carry (logcumsumexp: an exp a join, a log an output)
+      typedef typename Op::Run Run;
+      Run x = op.run0();
 #pragma unroll
-    for (int k = 0; k < R; ++k) {
-      A vk[Op::kIn];
+      for (int k = 0; k < R; ++k) op.push(x, k < cnt ? v[0][k] : op.identity());
+      for (int d = width; d < 32; d <<= 1) {
+        const Run y = shfl_up(x, d);
+        if (lane >= d) x = op.join(y, x);
+      }
+      Run e = shfl_up(x, width);
+      if (lane < width) e = op.run0();
+      if (lane >= 32 - width) scratch[warp][col] = x;
+      __syncthreads();
+      Run before = op.run0(), all = op.run0();
 #pragma unroll
-      for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-      st[k] = k < cnt ? op.make(vk, fl[k], p0 + dir * k) : op.identity();
-      if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
-    }
-    // per line across the row lanes of a warp (lanes width apart), then across warps
-    S x = st[R - 1];
-    for (int d = width; d < 32; d <<= 1) {
-      const S y = shfl_up(x, d);
-      if (lane >= d) x = op.combine(y, x);
-    }
-    S e = shfl_up(x, width);
-    if (lane < width) e = op.identity();
-    if (lane >= 32 - width) scratch[warp][col] = x;
-    __syncthreads();
-    S before = op.identity(), all = op.identity();
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      if (w < warp) before = op.combine(before, scratch[w][col]);
-      all = op.combine(all, scratch[w][col]);
-    }
-    const S carry = lb_carry(op, lb, group, chunk, all, part_sh, col);  // has a barrier
-    if constexpr (staged) {
-      if (cnt > 0) {
-        const S prefix = op.combine(carry, op.combine(before, e));
-        S prev = prefix;
+      for (int w = 0; w < 8; ++w) {
+        if (w < warp) before = op.join(before, scratch[w][col]);
+        all = op.join(all, scratch[w][col]);
+      }
+      const S carry = lb_carry(op, lb, group, chunk, op.value(all), part_sh, col);  // a barrier
+      Run r = op.join(op.run(carry), op.join(before, e));
+      if constexpr (staged) {
         const int ql0 = rlane * R;
 #pragma unroll
         for (int k = 0; k < R; ++k) {
           if (k < cnt) {
-            const S inc = op.combine(prefix, st[k]);
-            const A vk = v[0][k];
-            stage[(ql0 + k + (ql0 + k) / R) * width + col] =
-                from_acc<T>(op.out_value(inc, prev, &vk, A(1), 0));
-            prev = inc;
+            op.push(r, v[0][k]);
+            stage[(ql0 + k + (ql0 + k) / R) * width + col] = from_acc<T>(op.value(r));
+          }
+        }
+        __syncthreads();
+        stage_tile<T, R, true>(P, OUT, stage, group, chunk, q1);
+      } else if (cnt > 0) {
+        T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
+        const i64 ostep = dir * P.op[OUT].axis_stride;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+          if (k < cnt) {
+            op.push(r, v[0][k]);
+            dst[k * ostep] = from_acc<T>(op.value(r));
           }
         }
       }
-      __syncthreads();
-      stage_tile<T, R, true>(P, OUT, stage, group, chunk, q1);
-    } else if (cnt > 0) {
-      const S prefix = op.combine(carry, op.combine(before, e));
-      S prev = prefix;
-      T* dst = P.op[OUT].ptr != nullptr ? static_cast<T*>(P.op[OUT].ptr) + base[OUT] : nullptr;
-      const i64 ostep = dir * P.op[OUT].axis_stride;
+    } else {
+      S st[R];
 #pragma unroll
       for (int k = 0; k < R; ++k) {
-        if (k < cnt) {
-          const S inc = op.combine(prefix, st[k]);
-          A vk[Op::kIn];
+        A vk[Op::kIn];
 #pragma unroll
-          for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-          if (dst != nullptr)
-            dst[k * ostep] = from_acc<T>(op.out_value(inc, prev, vk, nb[k], fl[k]));
-          store_aux<T, A>(P, op, base[AUX] - p0 * P.op[AUX].axis_stride, q0 + k, p0 + dir * k,
-                          inc, prev, vk);
-          prev = inc;
+        for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+        st[k] = k < cnt ? op.make(vk, fl[k], p0 + dir * k) : op.identity();
+        if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+      }
+      // per line across the row lanes of a warp (lanes width apart), then across warps
+      S x = st[R - 1];
+      for (int d = width; d < 32; d <<= 1) {
+        const S y = shfl_up(x, d);
+        if (lane >= d) x = op.combine(y, x);
+      }
+      S e = shfl_up(x, width);
+      if (lane < width) e = op.identity();
+      if (lane >= 32 - width) scratch[warp][col] = x;
+      __syncthreads();
+      S before = op.identity(), all = op.identity();
+#pragma unroll
+      for (int w = 0; w < 8; ++w) {
+        if (w < warp) before = op.combine(before, scratch[w][col]);
+        all = op.combine(all, scratch[w][col]);
+      }
+      const S carry = lb_carry(op, lb, group, chunk, all, part_sh, col);  // has a barrier
+      if constexpr (staged) {
+        if (cnt > 0) {
+          const S prefix = op.combine(carry, op.combine(before, e));
+          S prev = prefix;
+          const int ql0 = rlane * R;
+#pragma unroll
+          for (int k = 0; k < R; ++k) {
+            if (k < cnt) {
+              const S inc = op.combine(prefix, st[k]);
+              const A vk = v[0][k];
+              stage[(ql0 + k + (ql0 + k) / R) * width + col] =
+                  from_acc<T>(op.out_value(inc, prev, &vk, A(1), 0));
+              prev = inc;
+            }
+          }
+        }
+        __syncthreads();
+        stage_tile<T, R, true>(P, OUT, stage, group, chunk, q1);
+      } else if (cnt > 0) {
+        const S prefix = op.combine(carry, op.combine(before, e));
+        S prev = prefix;
+        T* dst = P.op[OUT].ptr != nullptr ? static_cast<T*>(P.op[OUT].ptr) + base[OUT] : nullptr;
+        const i64 ostep = dir * P.op[OUT].axis_stride;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+          if (k < cnt) {
+            const S inc = op.combine(prefix, st[k]);
+            A vk[Op::kIn];
+#pragma unroll
+            for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
+            if (dst != nullptr)
+              dst[k * ostep] = from_acc<T>(op.out_value(inc, prev, vk, nb[k], fl[k]));
+            store_aux<T, A>(P, op, base[AUX] - p0 * P.op[AUX].axis_stride, q0 + k, p0 + dir * k,
+                            inc, prev, vk);
+            prev = inc;
+          }
         }
       }
     }
@@ -1299,25 +1497,45 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
                                                     bool reduce) {
   typedef typename Op::S S;
   S st[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const A v = to_acc(raw_get<T, K, kRev>(cur, k));
-    const S m = op.make(&v, 0, kRev ? n - 1 - (qt + k) : qt + k);
-    st[k] = (kFull || k < valid) ? m : op.identity();
-    if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
-  }
   S excl, total;
-  group_scan<1>(op, st[K - 1], excl, total, static_cast<S*>(nullptr));
-  if (!reduce && valid > 0) {
-    const S prefix = op.combine(carry, excl);
-    S prev = prefix;
-    A res[K];
+  [[maybe_unused]] typename RunOf<Op>::type rex, rtot;  // run ops: the warp's runs
+  if constexpr (kRunOp<Op>) {
+    typename Op::Run r = op.run0();
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      const S inc = op.combine(prefix, st[k]);
       const A v = to_acc(raw_get<T, K, kRev>(cur, k));
-      res[k] = op.out_value(inc, prev, &v, A(1), 0);
-      prev = inc;
+      op.push(r, (kFull || k < valid) ? v : op.identity());
+    }
+    group_scan_run<1>(op, r, rex, rtot, nullptr);
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const A v = to_acc(raw_get<T, K, kRev>(cur, k));
+      const S m = op.make(&v, 0, kRev ? n - 1 - (qt + k) : qt + k);
+      st[k] = (kFull || k < valid) ? m : op.identity();
+      if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
+    }
+    group_scan<1>(op, st[K - 1], excl, total, static_cast<S*>(nullptr));
+  }
+  if (!reduce && valid > 0) {
+    A res[K];
+    if constexpr (kRunOp<Op>) {  // positions past the end are pushed but not stored
+      typename Op::Run r = op.join(op.run(carry), rex);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        op.push(r, to_acc(raw_get<T, K, kRev>(cur, k)));
+        res[k] = op.value(r);
+      }
+    } else {
+      const S prefix = op.combine(carry, excl);
+      S prev = prefix;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const S inc = op.combine(prefix, st[k]);
+        const A v = to_acc(raw_get<T, K, kRev>(cur, k));
+        res[k] = op.out_value(inc, prev, &v, A(1), 0);
+        prev = inc;
+      }
     }
     if (kFull || valid == K) {
       constexpr int L = 16 / sizeof(T);
@@ -1338,7 +1556,10 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
         if (k < valid) row[kRev ? n - 1 - (qt + k) : qt + k] = from_acc<T>(res[k]);
     }
   }
-  return op.combine(carry, total);
+  if constexpr (kRunOp<Op>)
+    return op.value(op.join(op.run(carry), rtot));
+  else
+    return op.combine(carry, total);
 }
 
 // Full tiles 0..nfull-1 of a lane's run (tile f at px + f * step, scan positions from
@@ -1479,6 +1700,12 @@ __device__ __forceinline__ typename Op::S fold_vec(const Op& op, const int4& raw
   constexpr int L = 16 / (int)sizeof(T), LP = L / G;
   T e[L];
   memcpy(e, &raw, 16);
+  if constexpr (kRunOp<Op>) {  // G == 1
+    auto r = op.run(acc);
+#pragma unroll
+    for (int k = 0; k < L; ++k) op.push(r, to_acc(e[k]));
+    return op.value(r);
+  }
   S s[LP];
 #pragma unroll
   for (int k = 0; k < LP; ++k) {
@@ -1593,13 +1820,31 @@ __device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
   constexpr int L = 16 / (int)sizeof(T), LP = L / G;
   T e[L];
   memcpy(e, &raw, 16);
+  if constexpr (kRunOp<Op>) {  // G == 1: the lane's run, joined across the warp
+    typedef typename Op::Run Run;
+    Run r = op.run0();
 #pragma unroll
-  for (int i = 0; i < LP; ++i) {
-    A a[G];
+    for (int i = 0; i < LP; ++i) op.push(r, to_acc(e[kRev ? LP - 1 - i : i]));
+    Run rex, rtot;
+    group_scan_run<1>(op, r, rex, rtot, nullptr);
+    const Run c = op.run(carry);
+    r = op.join(c, rex);
 #pragma unroll
-    for (int g = 0; g < G; ++g) a[g] = to_acc(e[(kRev ? LP - 1 - i : i) * G + g]);
-    const S m = op.make(a, 0, 0);  // one-input ops: no position
-    st[i] = i ? op.combine(st[i - 1], m) : m;
+    for (int i = 0; i < LP; ++i) {
+      op.push(r, to_acc(e[kRev ? LP - 1 - i : i]));
+      st[i] = op.value(r);
+    }
+    carry = op.value(op.join(c, rtot));
+    return;
+  } else {
+#pragma unroll
+    for (int i = 0; i < LP; ++i) {
+      A a[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g) a[g] = to_acc(e[(kRev ? LP - 1 - i : i) * G + g]);
+      const S m = op.make(a, 0, 0);  // one-input ops: no position
+      st[i] = i ? op.combine(st[i - 1], m) : m;
+    }
   }
   S incl = st[LP - 1];
 #pragma unroll
@@ -2119,6 +2364,7 @@ __device__ void scan_cols(const Params& P) {
 #pragma unroll
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
     S run = P.carry != nullptr ? static_cast<const S*>(P.carry)[slot] : op.identity();
+    auto lrun = run_from(op, run);  // run ops: the state as a run
     for (i64 q = q0; q < q1; q += U) {
       A v[Op::kIn][U];
       A nb[U];
@@ -2151,17 +2397,25 @@ __device__ void scan_cols(const Params& P) {
           A vk[Op::kIn];
 #pragma unroll
           for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][u];
-          const S prev = run;
-          run = op.combine(run, op.make(vk, fl[u], p));
-          if (!reduce) {
-            if (P.op[OUT].ptr != nullptr)
+          if constexpr (kRunOp<Op>) {
+            op.push(lrun, vk[0]);
+            if (!reduce && P.op[OUT].ptr != nullptr)
               static_cast<T*>(P.op[OUT].ptr)[base[OUT] + p * P.op[OUT].axis_stride] =
-                  from_acc<T>(op.out_value(run, prev, vk, nb[u], fl[u]));
-            store_aux<T, A>(P, op, base[AUX], qq, p, run, prev, vk);
+                  from_acc<T>(op.value(lrun));
+          } else {
+            const S prev = run;
+            run = op.combine(run, op.make(vk, fl[u], p));
+            if (!reduce) {
+              if (P.op[OUT].ptr != nullptr)
+                static_cast<T*>(P.op[OUT].ptr)[base[OUT] + p * P.op[OUT].axis_stride] =
+                    from_acc<T>(op.out_value(run, prev, vk, nb[u], fl[u]));
+              store_aux<T, A>(P, op, base[AUX], qq, p, run, prev, vk);
+            }
           }
         }
       }
     }
+    if constexpr (kRunOp<Op>) run = op.value(lrun);
     if (reduce) static_cast<S*>(P.agg)[slot] = run;
   }
 }
@@ -2173,7 +2427,7 @@ __device__ void scan_states(const Params& P) {
   constexpr int K = 4;
   constexpr int GT = 32 * GW;
   constexpr int GPB = kBlock / GT;
-  __shared__ S scratch[8];
+  __shared__ S scratch[kRunOp<Op> ? 16 : 8];  // run ops: 8 runs
   const Op op{P.mode};
   const int g = threadIdx.x / GT;
   const int t = threadIdx.x % GT;
@@ -2777,7 +3031,8 @@ __device__ void scan_ring(const Params& P) {
         defined(BC_SCAN_GROUP_LSE) + defined(BC_SCAN_GROUP_PROD_BWD) +                     \
         defined(BC_SCAN_GROUP_LSE_BWD) + defined(BC_SCAN_GROUP_MAX_BWD) +                  \
         defined(BC_SCAN_GROUP_SUM_LINES) + defined(BC_SCAN_GROUP_PROD_LINES) +             \
-        defined(BC_SCAN_GROUP_SUM_ROUNDS) + defined(BC_SCAN_GROUP_PROD_ROUNDS) !=          \
+        defined(BC_SCAN_GROUP_SUM_ROUNDS) + defined(BC_SCAN_GROUP_PROD_ROUNDS) +           \
+        defined(BC_SCAN_GROUP_LSE_ROUNDS) !=                                               \
     1
 #error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (baracuda.scan._kernels.SCAN_SOURCES)"
 #endif
@@ -2809,6 +3064,8 @@ BC_SCAN_LINES_ENTRY(prod, ProdOp)
 BC_SCAN_ROUNDS_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD_ROUNDS)
 BC_SCAN_ROUNDS_ENTRY(prod, ProdOp)
+#elif defined(BC_SCAN_GROUP_LSE_ROUNDS)
+BC_SCAN_ROUNDS_ENTRY(lse, LseOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
 #elif defined(BC_SCAN_GROUP_LSE)
