@@ -335,11 +335,21 @@ struct LseBwdOp {
   static constexpr bool kNb = false, kAuxIn = false, kAuxOut = false;
   int mode;
   __device__ S identity() const { return {A(0), inf<A>()}; }
+  // the side of the larger r rescaled by an exp <= 1 (equal r, infinities included: none).
+  // 2-byte types compute the one exp and select (H100, 4096 x 8192 along dim 1: bf16 180.4
+  // -> 153.8 us); 4- and 8-byte types skip the other exp where a factor is 1 (f32: 200.5 vs
+  // 220.9 us the other way).
   __device__ S combine(S l, S r) const {
-    const A m = r.b < l.b ? r.b : l.b;
-    const A fl = l.b == m ? A(1) : exp_nonpos(m - l.b);
-    const A fr = r.b == m ? A(1) : exp_nonpos(m - r.b);
-    return {l.a * fl + r.a * fr, m};
+    if constexpr (sizeof(BC_T) == 2) {
+      const bool rless = r.b < l.b;
+      const A f = exp_nonpos(l.b == r.b ? A(0) : rless ? r.b - l.b : l.b - r.b);
+      return rless ? S{l.a * f + r.a, r.b} : S{l.a + r.a * f, l.b};
+    } else {
+      const A m = r.b < l.b ? r.b : l.b;
+      const A fl = l.b == m ? A(1) : exp_nonpos(m - l.b);
+      const A fr = r.b == m ? A(1) : exp_nonpos(m - r.b);
+      return {l.a * fl + r.a * fr, m};
+    }
   }
   __device__ S make(const A* v, unsigned char, i64) const { return {v[0], v[2]}; }
   __device__ A out_value(S inc, S, const A* v, A, unsigned char) const {
