@@ -127,6 +127,26 @@ class _FakeModule:
         return self.resident
 
 
+def test_pipe_chunks() -> None:
+    """The three passes of PIPE_CHUNK_OPS on pipe1: whole pipe1 tiles a chunk, about 32
+    warps an SM over the rows, the last chunk non-empty, no more than _MAX_CHUNKS a row,
+    and the workspace holds every chunk's carry (for any op: state_bytes has no op)."""
+    from baracuda.scan import _kernels as K
+
+    assert K.PIPE_CHUNK_OPS == ("lse",)
+    for itemsize in (2, 4, 8):
+        tile = 1024 // itemsize
+        for rows, n in [(1, 2**26 // itemsize), (2, 2**20 + 8), (3, 3 * tile + 16),
+                        (100, 2**16), (1, 2**31)]:  # fmt: skip
+            ch = K._pipe_chunks(rows, n, itemsize, 132)
+            assert ch.layout == "rows1" and ch.chunk_len % tile == 0
+            assert (ch.nchunks - 1) * ch.chunk_len < n <= ch.nchunks * ch.chunk_len
+            assert ch.nchunks <= K._MAX_CHUNKS
+            assert ch.nchunks >= min(-(-132 * 32 // rows), -(-n // tile), K._MAX_CHUNKS) // 2
+            if K.chunking("rows", rows, n, itemsize, 132, False, False).nchunks > 1:
+                assert state_bytes((rows, n), 1, itemsize, 132) >= rows * ch.nchunks * 16
+
+
 @pytest.mark.parametrize("resident", [1, 2])
 def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> None:
     """coop_split: whole 512-byte rows, at least 2 pieces a line of a row a warp, no more
@@ -183,10 +203,12 @@ def test_cooperative_pieces(monkeypatch: pytest.MonkeyPatch, resident: int) -> N
     sp = K.coop_split(mod, "sum", 2, 2**26, 4)  # type: ignore[arg-type]
     assert sp is not None and sp.rounds == -(-2**29 // (132 * min(resident, 2) * (229376 + 2**17)))
     assert K.coop_split(mod, "max", 2, 2**20, 4) is None  # not a pipelined op
-    # logcumsumexp: the itemsizes of COOP_LSE_ITEMSIZES only (2), in rounds like cumsum
-    assert K.COOP_LSE_ITEMSIZES == (2,)
-    for itemsize in (4, 8):
+    # logcumsumexp: the itemsizes of COOP_LSE_ITEMSIZES only (none by default), in rounds like
+    # cumsum
+    assert K.COOP_LSE_ITEMSIZES == ()
+    for itemsize in (2, 4, 8):
         assert K.coop_split(mod, "lse", 2, 2**20, itemsize) is None  # type: ignore[arg-type]
+    monkeypatch.setattr(K, "COOP_LSE_ITEMSIZES", (2,))
     lse = K.coop_split(mod, "lse", 2, 2**26, 2)  # type: ignore[arg-type]
     assert lse == K.coop_split(mod, "sum", 2, 2**26, 2)  # type: ignore[arg-type]
     assert lse is not None and lse.rounds > 1

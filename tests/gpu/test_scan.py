@@ -580,9 +580,11 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
          "coop"),
         ("few long aligned rows in rounds", (2, wide), 1,
          {"COOP_ROUNDS": 3, "COOP_LSE_ITEMSIZES": any_size}, "rounds"),
-        # 4- and 8-byte types take the three passes there
+        # 4- and 8-byte types take the three passes there, a chunk a warp (PIPE_CHUNK_OPS)
         ("few long aligned rows, default", (2, wide), 1, {},
-         "coop" if element.itemsize in K.COOP_LSE_ITEMSIZES else "rows8"),
+         "coop" if element.itemsize in K.COOP_LSE_ITEMSIZES else "pipe1"),
+        ("few long aligned rows, three passes of blocks", (2, wide), 1,
+         {"COOP_ROWS": False, "PIPE_CHUNK_OPS": ()}, "rows8"),
         # f64's states are not one word: three passes where the others take look-back tiles
         ("strided lines", (300, 65), 0, {}, "cols" if element.itemsize == 8 else "lbcols"),
         ("strided lines, staged", (4096, 32), 0, {},

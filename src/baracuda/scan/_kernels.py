@@ -76,6 +76,7 @@ __all__ = [
     "COOP_ROWS",
     "COOP_ROUNDS",
     "COOP_LSE_ITEMSIZES",
+    "PIPE_CHUNK_OPS",
     "STRIP",
     "STRIP_OPS",
     "RING_ROWS",
@@ -339,12 +340,21 @@ COOP_ROW_BYTES = 512  # a warp's row: 32 lanes x 16 bytes
 # 62.3 us in 2 rounds against 58.7 in one (docs/benchmarks.md, round 19). Read at each launch.
 COOP_ROUNDS = 0
 
-# Switch: the itemsizes whose logcumsumexp takes the cooperative kernel (COOP_ROWS); the
-# others take the three passes. Its exp and log per element bound it, not memory, and the
-# cooperative blocks have 16 warps an SM for 2-byte types, 8 for the others. On the H100
-# (time_us, cooperative vs three passes): (2, 2^23) f32 262.6 vs 152.0, bf16 97.4 vs 128.6;
-# (1, 2^26) f32 884.7 (rounds) vs 548.2, bf16 324.3 vs 463.6. Read at each launch.
-COOP_LSE_ITEMSIZES: tuple[int, ...] = (2,)
+# Switch: the itemsizes whose logcumsumexp takes the cooperative kernel (COOP_ROWS; in rounds
+# too, ROUNDS_OPS); none: its exp and log per element bound it, not memory, and the
+# cooperative blocks have 16 warps an SM for 2-byte types, 8 for the others, so the three
+# passes on pipe1 (PIPE_CHUNK_OPS) are faster. On the H100 (time_us, cooperative vs three
+# passes): (2, 2^23) f32 262.4 vs 104.3, bf16 97.9 vs 66.2; (1, 2^26) f32 882.2 (rounds) vs
+# 347.6, bf16 324.1 (rounds) vs 208.5; (1, 2^25) f64 1766 vs 1290 (three passes of blocks).
+# Read at each launch.
+COOP_LSE_ITEMSIZES: tuple[int, ...] = ()
+
+# Switch: ops whose three passes over few long contiguous rows take the pipelined kernel
+# (pipe1) with a chunk a warp (``_pipe_chunks``: 32 warps an SM) instead of rows8's chunk a
+# block, under pipe1's launch condition: no block barriers between a warp's tiles. For
+# logcumsumexp, bound by its exp and log per element; on the H100 (time_us, rows8 vs pipe1):
+# (2, 2^23) f32 133.5 vs 104.3, (1, 2^26) f32 472.3 vs 347.6. Read at each launch.
+PIPE_CHUNK_OPS: tuple[str, ...] = ("lse",)
 COOP_ONE_ROUND = 1.5
 
 
@@ -488,7 +498,7 @@ LINES_KINDS = ("coop2", "coop2rev", "coop4", "coop4rev")
 LINES_GROUPS: dict[str, str] = {op: f"{op}_lines" for op in LINES_OPS}
 # The programs of the cooperative kernel in rounds (COOP_ROUNDS), one an op of ROUNDS_OPS,
 # loaded at the first launch that takes one (launch_scan). logcumsumexp's only for the
-# itemsizes of COOP_LSE_ITEMSIZES.
+# itemsizes of COOP_LSE_ITEMSIZES (none by default).
 ROUNDS_OPS = ("sum", "prod", "lse")
 ROUNDS_KINDS = ("rounds", "roundsrev")
 ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
@@ -724,6 +734,15 @@ def _lb_zeroed_bytes(ch: Chunking, packed: bool) -> int:
     return LB_HEADER + _round_up(4 * ch.nodes, 16)
 
 
+def _pipe_chunks(rows: int, n: int, itemsize: int, sm_count: int) -> Chunking:
+    """The three passes' chunks on pipe1 (PIPE_CHUNK_OPS): a chunk a warp, whole tiles of
+    pipe1 (32 lanes x two 16-byte vectors), about 32 warps an SM over the rows."""
+    tile = 32 * 32 // itemsize
+    want = min(_cdiv(sm_count * 32, rows), _cdiv(n, tile), _MAX_CHUNKS)
+    chunk_len = _round_up(_cdiv(n, want), tile)
+    return Chunking("rows1", _cdiv(n, chunk_len), chunk_len)
+
+
 def _state_need(ch: Chunking, rows: int) -> int:
     if ch.layout.startswith("lb"):  # flags and 16-byte slots: more than the packed words
         return _lb_zeroed_bytes(ch, False) + STATE_BYTES * ch.nodes * ch.width
@@ -741,9 +760,13 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     rows = total // n
     # coop_split's block totals, two rounds' (at most 2 blocks an SM)
     coop = 4 * sm_count * STATE_BYTES if rows <= sm_count else 0
-    return max(coop, *(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
-                       for lay in ("rows", "cols") for lb in (False, True)
-                       for w in (False, True)))  # fmt: skip
+    # the pipelined kernel's chunk carries (PIPE_CHUNK_OPS), where rows8 would take chunks
+    ch = chunking("rows", rows, n, itemsize, sm_count, False, False)
+    pipe = _state_need(_pipe_chunks(rows, n, itemsize, sm_count), rows) if ch.nchunks > 1 else 0
+    return max(coop, pipe,
+               *(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
+                 for lay in ("rows", "cols") for lb in (False, True)
+                 for w in (False, True)))  # fmt: skip
 
 
 def layout_of(primary: TensorView, axis: int) -> str:
@@ -920,8 +943,8 @@ _SWITCHES = (
     "PIPELINED_ROWS", "LOOKBACK", "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
-    "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "COOP_LINES", "LINES",
-    "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD",
+    "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
+    "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1074,6 +1097,10 @@ def launch_scan(
                 SCAN_SOURCES[ROUNDS_GROUPS[op]], module.element, module.device_id)
             _launch_coop(prog, op, stream, params, coop, rows, reverse, 1, states_ptr, rec)
             return f"coopx{coop.nchunks}{coop.tag}"
+    if pipeable and op in PIPE_CHUNK_OPS and ch.layout == "rows8" and ch.nchunks > 1:
+        ch = _pipe_chunks(rows, n, itemsize, sm_count)  # a chunk a warp
+        params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
+        variant = "pipe1"
     if ch.layout == "lbcols" and params.vec:
         variant = "lbstage"
     elif ch.layout == "lbcols" and pairs and ch.width == 32:
@@ -1124,8 +1151,10 @@ def launch_scan(
     dep = dependent_launches(module.arch)
     _enqueue(rec, sfn, (sgrid, 1, 1), BLOCK, 0, stream, params, f"scan_{op}_{states}",
              dependent=dep)  # fmt: skip
-    _enqueue(rec, fn, (grid, 1, 1), BLOCK, 0, stream, params, kernel, dependent=dep)
-    return f"{ch.layout}x{ch.nchunks}"
+    # pipe1 (PIPE_CHUNK_OPS) does not wait in bc::pdl_wait: a plain launch after the states
+    _enqueue(rec, fn, (grid, 1, 1), BLOCK, 0, stream, params, kernel,
+             dependent=dep and variant != "pipe1")  # fmt: skip
+    return f"{'pipe1' if variant == 'pipe1' else ch.layout}x{ch.nchunks}"
 
 
 def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
