@@ -339,6 +339,7 @@ COOP_ROW_BYTES = 512  # a warp's row: 32 lanes x 16 bytes
 # us; 224-241 in 5-10), (2, 2^24) bf16 63.1 us in 2 rounds (68.2 in one); but (2, 2^23) f32
 # 62.3 us in 2 rounds against 58.7 in one (docs/benchmarks.md, round 19). Read at each launch.
 COOP_ROUNDS = 0
+COOP_ONE_ROUND = 1.5
 
 # Switch: the itemsizes whose logcumsumexp takes the cooperative kernel (COOP_ROWS; in rounds
 # too, ROUNDS_OPS); none: its exp and log per element bound it, not memory, and the
@@ -355,7 +356,6 @@ COOP_LSE_ITEMSIZES: tuple[int, ...] = ()
 # logcumsumexp, bound by its exp and log per element; on the H100 (time_us, rows8 vs pipe1):
 # (2, 2^23) f32 133.5 vs 104.3, (1, 2^26) f32 472.3 vs 347.6. Read at each launch.
 PIPE_CHUNK_OPS: tuple[str, ...] = ("lse",)
-COOP_ONE_ROUND = 1.5
 
 
 def coop_warps(itemsize: int) -> int:

@@ -283,14 +283,6 @@ template <class Op>
 struct WordOf<Op, true> {
   typedef typename Op::Run type;
 };
-// A run from `from` for run ops; the placeholder for the others.
-template <class Op>
-__device__ __forceinline__ auto run_from(const Op& op, typename Op::S from) {
-  if constexpr (kRunOp<Op>)
-    return op.run(from);
-  else
-    return NoRun{};
-}
 
 // ---------------------------------------------------------------- backward ops
 // All scan in the direction opposite to the forward's.
@@ -1715,20 +1707,21 @@ __device__ __forceinline__ typename Op::S fold_vec(const Op& op, const int4& raw
 #pragma unroll
     for (int k = 0; k < L; ++k) op.push(r, to_acc(e[k]));
     return op.value(r);
+  } else {
+    S s[LP];
+#pragma unroll
+    for (int k = 0; k < LP; ++k) {
+      A v[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g) v[g] = to_acc(e[k * G + g]);
+      s[k] = op.make(v, 0, 0);
+    }
+#pragma unroll
+    for (int d = 1; d < LP; d <<= 1)
+#pragma unroll
+      for (int k = 0; k + d < LP; k += 2 * d) s[k] = op.combine(s[k], s[k + d]);
+    return op.combine(acc, s[0]);
   }
-  S s[LP];
-#pragma unroll
-  for (int k = 0; k < LP; ++k) {
-    A v[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) v[g] = to_acc(e[k * G + g]);
-    s[k] = op.make(v, 0, 0);
-  }
-#pragma unroll
-  for (int d = 1; d < LP; d <<= 1)
-#pragma unroll
-    for (int k = 0; k + d < LP; k += 2 * d) s[k] = op.combine(s[k], s[k + d]);
-  return op.combine(acc, s[0]);
 }
 
 // Ops whose exclusive prefix a lane may take as its inclusive one less its own total (sum):
@@ -1845,7 +1838,6 @@ __device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
       st[i] = op.value(r);
     }
     carry = op.value(op.join(c, rtot));
-    return;
   } else {
 #pragma unroll
     for (int i = 0; i < LP; ++i) {
@@ -1855,23 +1847,23 @@ __device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
       const S m = op.make(a, 0, 0);  // one-input ops: no position
       st[i] = i ? op.combine(st[i - 1], m) : m;
     }
-  }
-  S incl = st[LP - 1];
+    S incl = st[LP - 1];
 #pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const S o = shfl_up(incl, d);
-    if (lane >= d) incl = op.combine(o, incl);
-  }
-  S excl;
-  if constexpr (kSubtractOp<Op>) {
-    excl = op.combine(carry, incl - st[LP - 1]);  // one shuffle fewer
-  } else {
-    const S before = shfl_up(incl, 1);
-    excl = lane ? op.combine(carry, before) : carry;
-  }
+    for (int d = 1; d < 32; d <<= 1) {
+      const S o = shfl_up(incl, d);
+      if (lane >= d) incl = op.combine(o, incl);
+    }
+    S excl;
+    if constexpr (kSubtractOp<Op>) {
+      excl = op.combine(carry, incl - st[LP - 1]);  // one shuffle fewer
+    } else {
+      const S before = shfl_up(incl, 1);
+      excl = lane ? op.combine(carry, before) : carry;
+    }
 #pragma unroll
-  for (int i = 0; i < LP; ++i) st[i] = op.combine(excl, st[i]);
-  carry = op.combine(carry, shfl_idx(incl, 31));
+    for (int i = 0; i < LP; ++i) st[i] = op.combine(excl, st[i]);
+    carry = op.combine(carry, shfl_idx(incl, 31));
+  }
 }
 
 // A lane's 16-byte vector of a coop row, loaded under an L2 policy, or read-only.
@@ -2374,7 +2366,8 @@ __device__ void scan_cols(const Params& P) {
 #pragma unroll
     for (int j = 0; j < NOPS; ++j) base[j] = dot(c, P.op[j].outer, P.outer.rank);
     S run = P.carry != nullptr ? static_cast<const S*>(P.carry)[slot] : op.identity();
-    auto lrun = run_from(op, run);  // run ops: the state as a run
+    [[maybe_unused]] typename RunOf<Op>::type lrun;  // run ops: the state as a run
+    if constexpr (kRunOp<Op>) lrun = op.run(run);
     for (i64 q = q0; q < q1; q += U) {
       A v[Op::kIn][U];
       A nb[U];
