@@ -8,6 +8,7 @@ import pytest
 import baracuda.scan.api as api
 from baracuda._cuda.compiler import KernelSource, compile_cubin, kernel_name
 from baracuda._cuda.memory import Workspace
+from baracuda._layout import contiguous_strides
 from baracuda.errors import CompileError, InvalidProblem, Unsupported, WorkspaceTooSmall
 from baracuda.scan import (
     ScanBackwardDescriptor,
@@ -145,6 +146,40 @@ def test_pipe_chunks() -> None:
             assert ch.nchunks >= min(-(-132 * 32 // rows), -(-n // tile), K._MAX_CHUNKS) // 2
             if K.chunking("rows", rows, n, itemsize, 132, False, False).nchunks > 1:
                 assert state_bytes((rows, n), 1, itemsize, 132) >= rows * ch.nchunks * 16
+
+
+def test_segmented_rows_condition() -> None:
+    """_seg_rows: short rows (at most SEG_MAX_BYTES) whose x and y are each one aligned run of
+    all rows, of any rank and extent-1 dims; reverse only over whole 16-byte vectors; never
+    for sliced, strided, broadcast, misaligned or extra operands, long rows or empty shapes."""
+    from baracuda.scan import _kernels as K
+
+    def slots(shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
+              ptr: int = 1 << 20) -> list[K.Slot | None]:  # fmt: skip
+        st = strides if strides is not None else contiguous_strides(shape)
+        return [K.Slot(ptr, st), None, None, K.Slot(1 << 21, st), None]
+
+    assert K.SEG_ROWS
+    for itemsize in (2, 4, 8):
+        lanes, most = 16 // itemsize, K.SEG_MAX_BYTES // itemsize
+        yes = [((1000, most), 1, False), ((7, 1), 1, False), ((3, 5, 16), 2, False),
+               ((3, 1, 16), 2, False), ((8, 64, 1), 1, False), ((lanes, 3), 1, True)]
+        no = [((1000, most + 1), 1, False), ((7, 3), 1, True), ((0, 4), 1, False)]
+        for shape, axis, rev in yes:
+            assert K._seg_rows(shape, axis, slots(shape), itemsize, rev), (shape, axis, rev)
+        for shape, axis, rev in no:
+            assert not K._seg_rows(shape, axis, slots(shape), itemsize, rev), (shape, axis, rev)
+        # rows sliced from wider ones, a strided axis, a broadcast, misaligned, transposed
+        assert not K._seg_rows((100, 8), 1, slots((100, 8), (10, 1)), itemsize, False)
+        assert not K._seg_rows((100, 8), 1, slots((100, 8), (16, 2)), itemsize, False)
+        assert not K._seg_rows((100, 8), 1, slots((100, 8), (0, 1)), itemsize, False)
+        assert not K._seg_rows((100, 8), 1, slots((100, 8), ptr=(1 << 20) + itemsize),
+                               itemsize, False)  # fmt: skip
+        assert not K._seg_rows((8, 100), 0, slots((8, 100)), itemsize, False)
+        # a third operand (not a one-input scan)
+        ops = slots((100, 8))
+        ops[K.AUX] = K.Slot(1 << 22, (8, 1))
+        assert not K._seg_rows((100, 8), 1, ops, itemsize, False)
 
 
 @pytest.mark.parametrize("resident", [1, 2])

@@ -412,6 +412,69 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
         assert any(nm.endswith("_pipe1") for nm in names), names
 
 
+# (shape, axis) of short rows stored back to back: rows of 1 to 256 positions (SEG_MAX_BYTES
+# decides by dtype which take segmented tiles), rows across lane and tile bounds, a last tile
+# partial, rank 3, and runs long enough that warps take stretches of several tiles
+SEG_CASES = [
+    ((70000, 1), -1),
+    ((7, 3), -1),
+    ((33333, 3), 1),
+    ((4099, 16), 1),
+    ((1000, 31), 1),
+    ((3, 5, 64), -1),
+    ((20000, 100), 1),
+    ((513, 128), 1),
+    ((301, 256), 1),
+    ((2**18, 16), 1),
+    ((1_000_003, 3), 1),
+]
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
+                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Short contiguous rows on segmented tiles (SEG_ROWS, scan_seg) where a row is at most
+    SEG_MAX_BYTES and, in reverse, the run is whole vectors; both directions, forward and
+    backward (cumsum's backward is a reverse cumsum of dy and takes them too), on poisoned
+    outputs against the float64 reference, and bitwise equal on a second run. Rows that are
+    not one aligned run (a view starting one element in, rows sliced from wider ones) take
+    the other kernels."""
+    from baracuda.scan import _kernels as K
+
+    assert K.SEG_ROWS
+    names = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    lanes = 16 // element.itemsize
+    seg = f"scan_{_op_of(kind)}_seg"
+    for i, (shape, axis) in enumerate(SEG_CASES):
+        n, total = shape[axis], math.prod(shape)
+        x = torch.from_numpy(make_input(kind, shape, 40 + i)).to("cuda", dt)
+        for reverse in (False, True):
+            want = n * element.itemsize <= K.SEG_MAX_BYTES and (not reverse or total % lanes == 0)
+            label = f"{shape} axis={axis} rev={reverse}"
+            names.clear()
+            y, _ = run_forward(kind, x, axis, reverse)
+            assert (names == [seg]) == want, (label, names)
+            y2, _ = run_forward(kind, x, axis, reverse)
+            assert torch.equal(y.nan_to_num(), y2.nan_to_num()), f"a second run differs: {label}"
+            names.clear()
+            check_op(kind, element, x, axis, reverse, f"seg {label}")
+            if kind is ScanKind.CUMSUM:  # the backward: seg in the other direction
+                back = n * element.itemsize <= K.SEG_MAX_BYTES and (reverse or total % lanes == 0)
+                assert names.count(seg) == want + back, (label, names)
+    # not one aligned run: a view one element in, rows sliced from wider rows
+    flat = torch.from_numpy(make_input(kind, (4099 * 16 + 1,), 60)).to("cuda", dt)
+    wide = torch.from_numpy(make_input(kind, (4099, 20), 61)).to("cuda", dt)
+    for what, v in (("offset", flat[1:].view(4099, 16)), ("sliced", wide[:, :16])):
+        names.clear()
+        y, _ = run_forward(kind, v, 1, False)
+        assert names and seg not in names, (what, names)
+        assert_close(y, R.scan(kind, _np64(v), 1, False), element, scale=scale_of(kind, 16),
+                     what=f"not seg: {what}")  # fmt: skip
+        check_op(kind, element, v, 1, False, f"not seg: {what}")  # dy is contiguous: seg
+
+
 def _coop_input(kind: ScanKind, element: ElementKind, shape: tuple[int, ...], seed: int) -> Any:
     """An input of the cooperative kernel's tests: make_input's values, and for cumprod random
     signs (exact products that depend on every carry)."""

@@ -62,6 +62,9 @@ __all__ = [
     "BLOCK",
     "PIPE_OPS",
     "PIPELINED_ROWS",
+    "SEG_ROWS",
+    "SEG_MAX_BYTES",
+    "SEG_WARPS_PER_SM",
     "LOOKBACK",
     "LOOKBACK_ROWS",
     "LOOKBACK_FLAGGED",
@@ -94,6 +97,16 @@ PIPE_OPS = ("sum", "prod", "lse")
 # flight while a tile is scanned and stored) where its launch condition holds; False keeps
 # every launch on ``rows1``. Read at each launch.
 PIPELINED_ROWS = True
+
+# Switch: short rows of PIPE_OPS stored back to back (x and y each one run of rows * n
+# elements, 16-byte aligned; ``_seg_rows``) of at most SEG_MAX_BYTES take segmented tiles
+# (scan.cu, scan_seg: pipe1's 1 KiB tiles over the run of all rows whatever n, a row starting
+# wherever the position is a multiple of n; SEG_WARPS_PER_SM warps an SM, each a stretch of
+# consecutive tiles). pipe1 takes a warp a row and leaves the lanes past a short row idle.
+# Read at each launch.
+SEG_ROWS = True
+SEG_MAX_BYTES = 512
+SEG_WARPS_PER_SM = 24  # 3 blocks of 8 warps (scan.cu: at most 80 registers, no spills)
 
 # Switch: rows too few to fill the GPU are scanned in one pass with decoupled look-back
 # (lbrows / lbcols); False takes the three-pass chunked scan. Read at each launch.
@@ -152,6 +165,33 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
     if itemsize == 8 or rows != width or n % lanes:
         return False
     return _one_run(shape, axis, operands, width)
+
+
+def _seg_rows(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+              itemsize: int, reverse: bool) -> bool:  # fmt: skip
+    """Whether segmented tiles (``SEG_ROWS``) take this scan: rows of at most
+    ``SEG_MAX_BYTES``, x and y only, each one run of all rows (row-major, no gaps) starting on
+    16 bytes, and scanning in reverse, whole 16-byte vectors in all (scan.cu, scan_seg)."""
+    n, total = shape[axis], numel(shape)
+    used = [i for i, o in enumerate(operands) if o is not None]
+    if not SEG_ROWS or total == 0 or n * itemsize > SEG_MAX_BYTES or used != [IN0, OUT]:
+        return False
+    if reverse and total % (16 // itemsize):
+        return False
+    for i in used:
+        o = operands[i]
+        assert o is not None
+        if o.ptr % 16:
+            return False
+        oshape, ostrides, _, axis_strides = split_axis(shape, [o.strides], axis)
+        if n > 1 and axis_strides[0] != 1:
+            return False
+        step = n
+        for d, st in zip(reversed(oshape), reversed(ostrides[0]), strict=True):
+            if d > 1 and st != step:
+                return False
+            step *= d
+    return True
 
 
 def _one_run(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
@@ -516,7 +556,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
-                for k in ("pipe1", "coop", "cooprev", "lbstage"))
+                for k in ("pipe1", "seg", "coop", "cooprev", "lbstage"))
         + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
@@ -940,7 +980,8 @@ def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Str
 # the values it was recorded with; the CPU tests check that every upper-case global is here or
 # in _FIXED).
 _SWITCHES = (
-    "PIPELINED_ROWS", "LOOKBACK", "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
+    "PIPELINED_ROWS", "SEG_ROWS", "SEG_MAX_BYTES", "SEG_WARPS_PER_SM", "LOOKBACK",
+    "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
@@ -1047,6 +1088,17 @@ def launch_scan(
         and OUT in vec_slots
         and (not reverse or n % lanes == 0)
     )
+    if op in PIPE_OPS and _seg_rows(shape, axis, operands, itemsize, reverse):
+        kernel = f"scan_{op}_seg"
+        tiles = _cdiv(total, 1024 // itemsize)  # pipe1's tiles over the run of all rows
+        per = _cdiv(tiles, min(tiles, sm_count * SEG_WARPS_PER_SM))  # a warp's stretch
+        warps = _cdiv(tiles, per)
+        # blocks of 8 warps, fewer where that leaves SMs idle (a small run reaches them all)
+        wpb = max(1, min(BLOCK // 32, warps // sm_count))
+        params.chunk_len, params.nchunks, params.vec = per, 1, 1
+        _enqueue(rec, module.function(kernel), (_cdiv(warps, wpb), 1, 1), 32 * wpb, 0,
+                 stream, params, kernel)  # fmt: skip
+        return f"seg{warps}x{per}"
     if layout == "cols" and op in STRIP_OPS:  # before the other layouts' tests
         sw = _strip_width(shape, axis, operands, itemsize, sm_count)
         kernel = f"scan_{op}_strip"

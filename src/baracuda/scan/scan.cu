@@ -1636,6 +1636,191 @@ __device__ void scan_pipe(const Params& P) {
   BC_SCAN_BY_DIRECTION(scan_pipe_dir, T, A, Op);
 }
 
+// ------------------------------------------- segmented tiles of many short rows (seg)
+// Short rows of pipe1's ops stored back to back: x and y each one run of rows * n elements,
+// 16-byte aligned (and, scanning in reverse, rows * n a multiple of 16 / sizeof(T)). pipe1
+// takes a warp a row, so a row shorter than its tile leaves lanes idle (rows of 16 f32: 2
+// lanes of 32, one 64-byte load a warp). Here the run is cut into pipe1's tiles (32 lanes x
+// two 16-byte vectors, 1 KiB) whatever n, each warp a stretch of P.chunk_len consecutive
+// tiles, and a tile is scanned in segments: a row starts where the scan position is a
+// multiple of n (scanning in reverse the run is reversed, rows and their elements alike, so
+// rows still start there). A lane scans its K elements, restarting at each row start; the
+// warp joins the lanes' partials by a segmented shuffle scan (a lane's partial stops at the
+// first row start it holds, or at lane 0, which holds the carry); a lane's outputs go again
+// from the partial before it. A warp's first carry is the fold of the positions of its row
+// before its stretch (fewer than n, read again). The ops must be commutative (sum, prod,
+// lse): that fold is combined in lane order of lane-contiguous pieces, not position by
+// position.
+template <class Op>
+__device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
+  if constexpr (kRunOp<Op>)
+    return op.run0();
+  else
+    return op.identity();
+}
+
+// w := (head ? the empty word : w) followed by v
+template <class Op, typename A>
+__device__ __forceinline__ void seg_push(const Op& op, typename WordOf<Op>::type& w, A v,
+                                         bool head) {
+  if constexpr (kRunOp<Op>) {
+    if (head) w = op.run0();
+    op.push(w, v);
+  } else {
+    const typename Op::S m = op.make(&v, 0, 0);
+    w = head ? m : op.combine(w, m);
+  }
+}
+
+template <class Op>
+__device__ __forceinline__ typename WordOf<Op>::type seg_join(
+    const Op& op, const typename WordOf<Op>::type& l, const typename WordOf<Op>::type& r) {
+  if constexpr (kRunOp<Op>)
+    return op.join(l, r);
+  else
+    return op.combine(l, r);
+}
+
+template <class Op>
+__device__ __forceinline__ typename Op::S seg_value(const Op& op,
+                                                    const typename WordOf<Op>::type& w) {
+  if constexpr (kRunOp<Op>)
+    return op.value(w);
+  else
+    return w;  // kOneInputOp: out_value(inc, ...) is inc
+}
+
+// One tile of scan_seg: this lane's K positions qt..qt+K-1 in `cur` (the first `valid`
+// before the end; kWhole: all of them, for every lane), the first at position r0 of its row,
+// scanned from the warp's `carry` and stored; returns the carry after the tile.
+template <typename T, typename A, class Op, bool kRev, bool kWhole>
+__device__ __forceinline__ typename WordOf<Op>::type seg_tile(
+    const Op& op, const Raw32& cur, i64 qt, int valid, i64 total, int r0, int nr,
+    const typename WordOf<Op>::type& carry, T* dst) {
+  typedef typename WordOf<Op>::type W;
+  constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K;
+  const int lane = threadIdx.x & 31;
+  // the lane's partial since its last row start, and whether it holds one
+  W part = seg_empty(op);
+  bool head = false;
+  {
+    int p = r0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (kWhole || k < valid) {
+        seg_push(op, part, to_acc(raw_get<T, K, kRev>(cur, k)), p == 0);
+        head = head || p == 0;
+      }
+      p = p + 1 == nr ? 0 : p + 1;
+    }
+  }
+  if (lane == 0 && !head) part = seg_join(op, carry, part);
+  bool closed = head || lane == 0;  // the partial needs nothing from the lanes before it
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const W o = shfl_up(part, d);
+    const bool oc = __shfl_up_sync(kFull, closed, d);
+    if (lane >= d && !closed) part = seg_join(op, o, part);
+    if (lane >= d) closed = closed || oc;
+  }
+  W w = shfl_up(part, 1);  // the inclusive word before this lane's first position
+  if (lane == 0) w = carry;
+  if (kWhole || valid > 0) {
+    // the outputs packed in place (whole vectors) or stored one by one (the run's end)
+    Vec16<T> out[2];
+    int p = r0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (kWhole || k < valid) {
+        seg_push(op, w, to_acc(raw_get<T, K, kRev>(cur, k)), p == 0);
+        const T v = from_acc<T>(seg_value(op, w));
+        const int i = kRev ? K - 1 - k : k;
+        if (kWhole || valid == K)
+          out[i / L].v[i % L] = v;
+        else
+          dst[kRev ? total - 1 - (qt + k) : qt + k] = v;
+      }
+      p = p + 1 == nr ? 0 : p + 1;
+    }
+    if (kWhole || valid == K) {
+      int4* vp = reinterpret_cast<int4*>(dst + (kRev ? total - qt - K : qt));
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        int4 raw;
+        memcpy(&raw, &out[u], 16);
+        store16(vp + u, raw);
+      }
+    }
+  }
+  return shfl_idx(part, 31);
+}
+
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void scan_seg_dir(const Params& P) {
+  typedef typename WordOf<Op>::type W;
+  static_assert(kOneInputOp<Op>, "seg takes one-input ops without neighbour or aux operands");
+  constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
+  const Op op{P.mode};
+  const int lane = threadIdx.x & 31;
+  const i64 n = P.n, total = P.rows * P.n;
+  const i64 tiles = (total + TILE - 1) / TILE;
+  const i64 t0 = ((i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * P.chunk_len;
+  if (t0 >= tiles) return;  // whole warps; no block barriers below
+  // The host's launch condition; anything else would misalign the vectors.
+  if (!P.vec || (kRev && (total & (L - 1)) != 0)) __trap();
+  const i64 t1 = min(tiles, t0 + P.chunk_len);
+  const T* src = in_ptr<T>(P, IN0);
+  T* dst = static_cast<T*>(P.op[OUT].ptr);
+  // the carry: the positions of the row of scan position t0 * TILE before it, a lane-
+  // contiguous piece each, folded in lane order
+  W carry = seg_empty(op);
+  {
+    const i64 s0 = t0 * TILE, before = s0 % n;
+    if (before > 0) {
+      const i64 per = (before + 31) / 32;
+      const i64 a = s0 - before + (i64)lane * per, b = min(s0, a + per);
+      W w = seg_empty(op);
+      for (i64 q = a; q < b; ++q) seg_push(op, w, to_acc(src[kRev ? total - 1 - q : q]), false);
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const W o = shfl_up(w, d);
+        if (lane >= d) w = seg_join(op, o, w);
+      }
+      carry = shfl_idx(w, 31);
+    }
+  }
+  i64 qt = t0 * TILE + (i64)lane * K;  // this lane's first scan position in the tile
+  const int nr = (int)n;               // rows of at most 512 bytes (the host's condition)
+  int r0 = (int)(qt % n);              // its position in its row
+  const int dr = (int)(TILE % n);      // how far a tile moves it
+  Raw32 cur;
+  {
+    const int valid = (int)max((i64)0, min((i64)K, total - qt));
+    load_partial<T, K, kRev>(cur, src, src + (kRev ? total - qt - K : qt), qt, valid, total);
+  }
+  for (i64 t = t0; t < t1; ++t, qt += TILE) {
+    const int valid = (int)max((i64)0, min((i64)K, total - qt));
+    Raw32 next;
+    if (t + 1 < t1) {
+      const i64 qn = qt + TILE;
+      const int vn = (int)max((i64)0, min((i64)K, total - qn));
+      load_partial<T, K, kRev>(next, src, src + (kRev ? total - qn - K : qn), qn, vn, total);
+    }
+    if ((t + 1) * TILE <= total)  // warp-uniform: every lane's K positions lie before the end
+      carry = seg_tile<T, A, Op, kRev, true>(op, cur, qt, K, total, r0, nr, carry, dst);
+    else
+      carry = seg_tile<T, A, Op, kRev, false>(op, cur, qt, valid, total, r0, nr, carry, dst);
+    r0 += dr;
+    if (r0 >= nr) r0 -= nr;
+    cur = next;
+  }
+}
+
+template <typename T, typename A, class Op>
+__device__ void scan_seg(const Params& P) {
+  BC_SCAN_BY_DIRECTION(scan_seg_dir, T, A, Op);
+}
+
 // ----------------------------------------- cooperative pieces of long lines (coop)
 // Few long lines of pipe1's ops, under pipe1's launch condition: a cooperative launch of one
 // block of kCoopWarps<T> warps per SM, block `item` = line * nchunks + piece scanning positions
@@ -2989,8 +3174,12 @@ __device__ void scan_ring(const Params& P) {
     bc::scan::FN<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                                      \
   }
 
-// Pipelined warp rows; at most 64 registers so 4 blocks (32 warps) fit on an SM.
-#define BC_SCAN_PIPE_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4)
+// Pipelined warp rows (at most 64 registers so 4 blocks, 32 warps, fit on an SM), and
+// segmented tiles of short rows (at most 80: 3 blocks; under 64, the 2-byte types and
+// logcumsumexp spilled; the host's SEG_WARPS_PER_SM mirrors it).
+#define BC_SCAN_PIPE_ENTRY(name, OP)                                 \
+  BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4)            \
+  BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, 3)
 // Cooperative pieces of long lines: one block an SM (8 warps, 16 for 2-byte types), an entry
 // a direction.
 #define BC_SCAN_COOP_ENTRY(name, OP)                                                      \
