@@ -636,8 +636,9 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
     wide = 2**20 + 8 * lanes  # a few long aligned lines: the cooperative kernel
     any_size = (2, 4, 8)  # COOP_LSE_ITEMSIZES: the cooperative kernel for every type
     return [
-        ("many aligned rows", (many, 32 * lanes), -1, {}, "pipe1"),
-        ("short odd rows", (37, 129), -1, {}, "rows1"),
+        ("many aligned rows", (many, 32 * lanes), -1, {"SEG_ROWS": False}, "pipe1"),
+        ("many short rows, segmented", (many - 3, 24), -1, {}, "seg"),
+        ("short odd rows", (37, 129), -1, {"SEG_ROWS": False}, "rows1"),
         ("few long odd rows", (3, 50_001), 1, {}, "rows8"),
         ("few long aligned rows", (2, wide), 1, {"COOP_ROUNDS": 1, "COOP_LSE_ITEMSIZES": any_size},
          "coop"),
