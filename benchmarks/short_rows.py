@@ -1,7 +1,8 @@
 """Many short rows along the last axis: baracuda with segmented tiles (``SEG_ROWS``, the
 default) and without (a warp a row: ``pipe1``), torch, and a copy of the same bytes, in one
-run on one card, f32 and bf16, for cumsum, cumprod and logcumsumexp (forward) and cumsum's
-backward (``scan_backward``; torch: autograd of ``cumsum``). Time is the bench's
+run on one card, f32 and bf16, for cumsum, cumprod, logcumsumexp and cummax (forward; cummax
+writes values and int64 indices) and cumsum's backward (``scan_backward``; torch: autograd of
+``cumsum``). Time is the bench's
 (``time_us``: L2 flushed, median); GB/s counts the input read once and the output written
 once; % is of the 1 GiB copy's bandwidth measured in the same run. The error of each output
 is checked against torch's float64 result first. Prints a table, writes JSON.
@@ -57,6 +58,9 @@ def _ops() -> dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], Callab
                          lambda x: torch.logcumsumexp(x, 1)),
         "cumsum_backward": (lambda x: bc.scan_backward("cumsum", x, axis=1), torch_bwd,
                             bwd_ref),
+        # values and int64 indices (ties to the last, as torch)
+        "cummax": (lambda x: bc.cummax(x, 1, tie_break="last"), lambda x: torch.cummax(x, 1),
+                   lambda x: torch.cummax(x, 1)),
     }  # fmt: skip
 
 
@@ -81,8 +85,11 @@ def main() -> None:
                 x = torch.randn(r, n, device="cuda").to(dt)
                 if name == "cumprod":
                     x = (1 + 0.01 * x.float()).to(dt)
-                ref = ref_fn(x.double())
-                err = ((ours(x).double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+                ref, out = ref_fn(x.double()), ours(x)
+                if name == "cummax":  # values, and indices equal to torch's
+                    assert torch.equal(out[1], ref[1]), f"cummax indices differ on {(r, n)}"
+                    ref, out = ref[0], out[0]
+                err = ((out.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
                 del ref
                 t_seg = time_us(lambda: ours(x))
                 _kernels.SEG_ROWS = False
@@ -94,6 +101,8 @@ def main() -> None:
                 y = torch.empty_like(x)
                 t_copy = time_us(lambda: y.copy_(x))
                 nbytes = 2 * x.numel() * x.element_size()
+                if name == "cummax":  # and the indices
+                    nbytes += 8 * x.numel()
                 gbs = nbytes / t_seg / 1e3
                 rows.append(dict(op=name, shape=[r, n], dtype=str(dt)[6:], seg_us=round(t_seg, 2),
                                  gbs=round(gbs, 1), frac_bw=round(nbytes / t_seg / 1e-6 / bw, 3),

@@ -28,6 +28,7 @@ from baracuda.scan._kernels import (
     ROUNDS_OPS,
     SCAN_GROUPS,
     SCAN_SOURCES,
+    SEG_OPS,
     STRIP_OPS,
     Slot,
     chunking,
@@ -149,9 +150,10 @@ def test_pipe_chunks() -> None:
 
 
 def test_segmented_rows_condition() -> None:
-    """_seg_rows: short rows (at most SEG_MAX_BYTES) whose x and y are each one aligned run of
-    all rows, of any rank and extent-1 dims; reverse only over whole 16-byte vectors; never
-    for sliced, strided, broadcast, misaligned or extra operands, long rows or empty shapes."""
+    """_seg_rows: short rows (at most SEG_MAX_BYTES) of SEG_OPS whose x and y (and cummax's
+    indices) are each one aligned run of all rows, of any rank and extent-1 dims; reverse
+    only over whole 16-byte vectors; never for sliced, strided, broadcast, misaligned or
+    extra operands, long rows, empty shapes or the backward's ops."""
     from baracuda.scan import _kernels as K
 
     def slots(shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
@@ -166,20 +168,37 @@ def test_segmented_rows_condition() -> None:
                ((3, 1, 16), 2, False), ((8, 64, 1), 1, False), ((lanes, 3), 1, True)]
         no = [((1000, most + 1), 1, False), ((7, 3), 1, True), ((0, 4), 1, False)]
         for shape, axis, rev in yes:
-            assert K._seg_rows(shape, axis, slots(shape), itemsize, rev), (shape, axis, rev)
+            ok = K._seg_rows("sum", shape, axis, slots(shape), itemsize, rev)
+            assert ok, (shape, axis, rev)
         for shape, axis, rev in no:
-            assert not K._seg_rows(shape, axis, slots(shape), itemsize, rev), (shape, axis, rev)
+            ok = K._seg_rows("sum", shape, axis, slots(shape), itemsize, rev)
+            assert not ok, (shape, axis, rev)
         # rows sliced from wider ones, a strided axis, a broadcast, misaligned, transposed
-        assert not K._seg_rows((100, 8), 1, slots((100, 8), (10, 1)), itemsize, False)
-        assert not K._seg_rows((100, 8), 1, slots((100, 8), (16, 2)), itemsize, False)
-        assert not K._seg_rows((100, 8), 1, slots((100, 8), (0, 1)), itemsize, False)
-        assert not K._seg_rows((100, 8), 1, slots((100, 8), ptr=(1 << 20) + itemsize),
+        assert not K._seg_rows("sum", (100, 8), 1, slots((100, 8), (10, 1)), itemsize, False)
+        assert not K._seg_rows("sum", (100, 8), 1, slots((100, 8), (16, 2)), itemsize, False)
+        assert not K._seg_rows("sum", (100, 8), 1, slots((100, 8), (0, 1)), itemsize, False)
+        assert not K._seg_rows("sum", (100, 8), 1, slots((100, 8), ptr=(1 << 20) + itemsize),
                                itemsize, False)  # fmt: skip
-        assert not K._seg_rows((8, 100), 0, slots((8, 100)), itemsize, False)
-        # a third operand (not a one-input scan)
+        assert not K._seg_rows("sum", (8, 100), 0, slots((8, 100)), itemsize, False)
+        # cummax's indices: one run like x and y, 16-byte aligned; not its backward's flags
         ops = slots((100, 8))
         ops[K.AUX] = K.Slot(1 << 22, (8, 1))
-        assert not K._seg_rows((100, 8), 1, ops, itemsize, False)
+        assert K._seg_rows("max", (100, 8), 1, ops, itemsize, False)
+        assert not K._seg_rows("max", (100, 8), 1, ops, itemsize, False, mode=4)
+        assert not K._seg_rows("sum", (100, 8), 1, ops, itemsize, False)
+        ops[K.AUX] = K.Slot(1 << 22, (16, 1))
+        assert not K._seg_rows("max", (100, 8), 1, ops, itemsize, False)
+        ops[K.AUX] = K.Slot((1 << 22) + 8, (8, 1))
+        assert not K._seg_rows("max", (100, 8), 1, ops, itemsize, False)
+        assert K._seg_rows("max", (100, 8), 1, slots((100, 8)), itemsize, True)
+        # cummax/cummin: rows of at most SEG_MAX_LEN_OP["max"] positions
+        most_max = min(most, K.SEG_MAX_LEN_OP["max"])
+        assert K._seg_rows("max", (64, most_max), 1, slots((64, most_max)), itemsize, False)
+        assert not K._seg_rows("max", (64, most_max + 1), 1, slots((64, most_max + 1)),
+                               itemsize, False)  # fmt: skip
+        # ops without segmented tiles (the backward's)
+        for op in ("prod_bwd", "lse_bwd", "seg_bwd", "maxflag"):
+            assert not K._seg_rows(op, (100, 8), 1, slots((100, 8)), itemsize, False), op
 
 
 @pytest.mark.parametrize("resident", [1, 2])
@@ -565,15 +584,17 @@ def test_tie_break_enum_accepted() -> None:
 
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
-# kernels of PIPE_OPS, the line pairs of PAIR_OPS, the strips and rings of STRIP_OPS, the
-# fused cummax backward; and the look-back workspace's zeroing, which every program holds
+# kernels of PIPE_OPS, the segmented tiles of SEG_OPS, the line pairs of PAIR_OPS, the strips
+# and rings of STRIP_OPS, the fused cummax backward; and the look-back workspace's zeroing,
+# which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
-_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "lbpair", "strip", "ring")
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "seg", "lbpair", "strip", "ring")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
+    | {f"scan_{op}_seg" for op in SEG_OPS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
     | {"scan_max_bwd_rows", _SHARED}

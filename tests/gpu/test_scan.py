@@ -430,23 +430,23 @@ SEG_CASES = [
 ]
 
 
-@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
-                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Short contiguous rows on segmented tiles (SEG_ROWS, scan_seg) where a row is at most
     SEG_MAX_BYTES and, in reverse, the run is whole vectors; both directions, forward and
     backward (cumsum's backward is a reverse cumsum of dy and takes them too), on poisoned
-    outputs against the float64 reference, and bitwise equal on a second run. Rows that are
-    not one aligned run (a view starting one element in, rows sliced from wider ones) take
-    the other kernels."""
+    outputs against the float64 reference (cummax/cummin: values and indices, ties to the
+    first and to the last), and bitwise equal on a second run. Rows that are not one aligned
+    run (a view starting one element in, rows sliced from wider ones) take the other
+    kernels."""
     from baracuda.scan import _kernels as K
 
     assert K.SEG_ROWS
     names = launched_kernels(monkeypatch)
     dt = torch_dtype(element)
     lanes = 16 // element.itemsize
-    seg = f"scan_{_op_of(kind)}_seg"
+    seg = f"scan_{'max' if kind in EXTREMA else _op_of(kind)}_seg"
     for i, (shape, axis) in enumerate(SEG_CASES):
         n, total = shape[axis], math.prod(shape)
         x = torch.from_numpy(make_input(kind, shape, 40 + i)).to("cuda", dt)
@@ -458,6 +458,11 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
             assert (names == [seg]) == want, (label, names)
             y2, _ = run_forward(kind, x, axis, reverse)
             assert torch.equal(y.nan_to_num(), y2.nan_to_num()), f"a second run differs: {label}"
+            if kind in EXTREMA:  # ties to the last (torch's choice)
+                y3, i3 = run_forward(kind, x, axis, reverse, TieBreak.LAST)
+                v3, r3 = R.scan(kind, _np64(x), axis, reverse, TieBreak.LAST)
+                np.testing.assert_array_equal(i3.cpu().numpy(), np.asarray(r3), err_msg=label)
+                assert_close(y3, v3, element, what=f"seg last {label}")
             names.clear()
             check_op(kind, element, x, axis, reverse, f"seg {label}")
             if kind is ScanKind.CUMSUM:  # the backward: seg in the other direction
@@ -470,7 +475,8 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
         names.clear()
         y, _ = run_forward(kind, v, 1, False)
         assert names and seg not in names, (what, names)
-        assert_close(y, R.scan(kind, _np64(v), 1, False), element, scale=scale_of(kind, 16),
+        ref = R.scan(kind, _np64(v), 1, False)
+        assert_close(y, ref[0] if kind in EXTREMA else ref, element, scale=scale_of(kind, 16),
                      what=f"not seg: {what}")  # fmt: skip
         check_op(kind, element, v, 1, False, f"not seg: {what}")  # dy is contiguous: seg
 

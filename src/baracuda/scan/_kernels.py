@@ -61,9 +61,11 @@ __all__ = [
     "launch_scan",
     "BLOCK",
     "PIPE_OPS",
+    "SEG_OPS",
     "PIPELINED_ROWS",
     "SEG_ROWS",
     "SEG_MAX_BYTES",
+    "SEG_MAX_LEN_OP",
     "SEG_WARPS_PER_SM",
     "LOOKBACK",
     "LOOKBACK_ROWS",
@@ -92,20 +94,28 @@ OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd", "maxflag")
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
+# Ops with segmented tiles of short rows (scan_<op>_seg, SEG_ROWS): PIPE_OPS and cummax/cummin.
+SEG_OPS = (*PIPE_OPS, "max")
 
 # Switch: run ``rows1`` launches of PIPE_OPS on ``pipe1`` (the next tiles' 16-byte loads in
 # flight while a tile is scanned and stored) where its launch condition holds; False keeps
 # every launch on ``rows1``. Read at each launch.
 PIPELINED_ROWS = True
 
-# Switch: short rows of PIPE_OPS stored back to back (x and y each one run of rows * n
-# elements, 16-byte aligned; ``_seg_rows``) of at most SEG_MAX_BYTES take segmented tiles
+# Switch: short rows of SEG_OPS stored back to back (x and y, and cummax's indices, each one
+# run of rows * n elements, 16-byte aligned; ``_seg_rows``) of at most SEG_MAX_BYTES take
+# segmented tiles
 # (scan.cu, scan_seg: pipe1's 1 KiB tiles over the run of all rows whatever n, a row starting
 # wherever the position is a multiple of n; SEG_WARPS_PER_SM warps an SM, each a stretch of
-# consecutive tiles). pipe1 takes a warp a row and leaves the lanes past a short row idle.
-# Read at each launch.
+# consecutive tiles). pipe1 and rows1 take a warp a row and leave the lanes past a short row
+# idle. Read at each launch.
 SEG_ROWS = True
 SEG_MAX_BYTES = 512
+# ... and rows of at most this many positions for the ops listed: cummax/cummin write an int64
+# index a position and keep an index in their state (2-byte types spill registers there). On
+# the H100 (benchmarks/short_rows.py), bf16 rows of 128 took 914.6 vs 901.5 us on a warp a row,
+# rows of 256 912.2 vs 482.7 us, while f32 rows of 128 took 625.3 vs 900.3 us.
+SEG_MAX_LEN_OP = {"max": 128}
 SEG_WARPS_PER_SM = 24  # 3 blocks of 8 warps (scan.cu: at most 80 registers, no spills)
 
 # Switch: rows too few to fill the GPU are scanned in one pass with decoupled look-back
@@ -167,14 +177,20 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
     return _one_run(shape, axis, operands, width)
 
 
-def _seg_rows(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
-              itemsize: int, reverse: bool) -> bool:  # fmt: skip
-    """Whether segmented tiles (``SEG_ROWS``) take this scan: rows of at most
-    ``SEG_MAX_BYTES``, x and y only, each one run of all rows (row-major, no gaps) starting on
-    16 bytes, and scanning in reverse, whole 16-byte vectors in all (scan.cu, scan_seg)."""
+def _seg_rows(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+              itemsize: int, reverse: bool, mode: int = 0) -> bool:  # fmt: skip
+    """Whether segmented tiles (``SEG_ROWS``) take this scan of ``op``: one of SEG_OPS
+    (cummax/cummin with indices or none, not the backward's flags: ``mode`` bit 2), rows of at
+    most ``SEG_MAX_BYTES``, x and y (and the indices) only, each one run of all rows (row-major,
+    no gaps) starting on 16 bytes, and scanning in reverse, whole 16-byte vectors in all
+    (scan.cu, scan_seg)."""
     n, total = shape[axis], numel(shape)
     used = [i for i, o in enumerate(operands) if o is not None]
-    if not SEG_ROWS or total == 0 or n * itemsize > SEG_MAX_BYTES or used != [IN0, OUT]:
+    if not SEG_ROWS or op not in SEG_OPS or total == 0 or n * itemsize > SEG_MAX_BYTES:
+        return False
+    if n > SEG_MAX_LEN_OP.get(op, n):
+        return False
+    if used != [IN0, OUT] and (op != "max" or mode & 4 or used != [IN0, OUT, AUX]):
         return False
     if reverse and total % (16 // itemsize):
         return False
@@ -556,7 +572,8 @@ def _group_entries(group: str) -> tuple[str, ...]:
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
-                for k in ("pipe1", "seg", "coop", "cooprev", "lbstage"))
+                for k in ("pipe1", "coop", "cooprev", "lbstage"))
+        + tuple(f"scan_{op}_seg" for op in ops if op in SEG_OPS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
@@ -989,18 +1006,19 @@ _SWITCHES = (
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
-    "OPS", "PIPE_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK", "STRIP_STAGES", "STRIP_SMEM",
-    "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES", "SCAN_GROUPS", "LINES_OPS",
-    "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS", "ROUNDS_GROUPS",
+    "OPS", "PIPE_OPS", "SEG_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK", "STRIP_STAGES",
+    "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES", "SCAN_GROUPS",
+    "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS", "ROUNDS_GROUPS",
     "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
-    "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
+    "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SEG_MAX_LEN_OP",
 )  # fmt: skip
 
 
 def _switch_values() -> tuple[object, ...]:
     g = globals()
-    # WARP_ROWS_PER_SM_OP (a dict) by identity: replaced, never changed in place
-    return (*map(g.__getitem__, _SWITCHES), id(WARP_ROWS_PER_SM_OP),
+    # WARP_ROWS_PER_SM_OP and SEG_MAX_LEN_OP (dicts) by identity: replaced, never changed in
+    # place
+    return (*map(g.__getitem__, _SWITCHES), id(WARP_ROWS_PER_SM_OP), id(SEG_MAX_LEN_OP),
             _launch_module.DEPENDENT_LAUNCH)  # fmt: skip
 
 
@@ -1088,7 +1106,7 @@ def launch_scan(
         and OUT in vec_slots
         and (not reverse or n % lanes == 0)
     )
-    if op in PIPE_OPS and _seg_rows(shape, axis, operands, itemsize, reverse):
+    if _seg_rows(op, shape, axis, operands, itemsize, reverse, mode):
         kernel = f"scan_{op}_seg"
         tiles = _cdiv(total, 1024 // itemsize)  # pipe1's tiles over the run of all rows
         per = _cdiv(tiles, min(tiles, sm_count * SEG_WARPS_PER_SM))  # a warp's stretch

@@ -1637,20 +1637,19 @@ __device__ void scan_pipe(const Params& P) {
 }
 
 // ------------------------------------------- segmented tiles of many short rows (seg)
-// Short rows of pipe1's ops stored back to back: x and y each one run of rows * n elements,
-// 16-byte aligned (and, scanning in reverse, rows * n a multiple of 16 / sizeof(T)). pipe1
-// takes a warp a row, so a row shorter than its tile leaves lanes idle (rows of 16 f32: 2
-// lanes of 32, one 64-byte load a warp). Here the run is cut into pipe1's tiles (32 lanes x
-// two 16-byte vectors, 1 KiB) whatever n, each warp a stretch of P.chunk_len consecutive
-// tiles, and a tile is scanned in segments: a row starts where the scan position is a
-// multiple of n (scanning in reverse the run is reversed, rows and their elements alike, so
-// rows still start there). A lane scans its K elements, restarting at each row start; the
-// warp joins the lanes' partials by a segmented shuffle scan (a lane's partial stops at the
-// first row start it holds, or at lane 0, which holds the carry); a lane's outputs go again
-// from the partial before it. A warp's first carry is the fold of the positions of its row
-// before its stretch (fewer than n, read again). The ops must be commutative (sum, prod,
-// lse): that fold is combined in lane order of lane-contiguous pieces, not position by
-// position.
+// Short rows of one-input ops stored back to back (pipe1's ops, and cummax/cummin's forward):
+// x and y (and cummax's indices) each one run of rows * n elements, 16-byte aligned (and,
+// scanning in reverse, rows * n a multiple of 16 / sizeof(T)). pipe1 and rows1 take a warp a
+// row, so a row shorter than its tile leaves lanes idle (rows of 16 f32: 2 lanes of 32, one
+// 64-byte load a warp). Here the run is cut into pipe1's tiles (32 lanes x two 16-byte
+// vectors, 1 KiB) whatever n, each warp a stretch of P.chunk_len consecutive tiles, and a
+// tile is scanned in segments: a row starts where the scan position is a multiple of n
+// (scanning in reverse the run is reversed, rows and their elements alike, so rows still
+// start there). A lane scans its K elements, restarting at each row start; the warp joins
+// the lanes' partials by a segmented shuffle scan (a lane's partial stops at the first row
+// start it holds, or at lane 0, which holds the carry); a lane's outputs go again from the
+// partial before it. A warp's first carry is the fold of the positions of its row before its
+// stretch (fewer than n, read again), in order: lane-contiguous pieces joined in lane order.
 template <class Op>
 __device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
   if constexpr (kRunOp<Op>)
@@ -1659,15 +1658,15 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
     return op.identity();
 }
 
-// w := (head ? the empty word : w) followed by v
+// w := (head ? the empty word : w) followed by v, at physical position `phys` of its row
 template <class Op, typename A>
 __device__ __forceinline__ void seg_push(const Op& op, typename WordOf<Op>::type& w, A v,
-                                         bool head) {
+                                         bool head, i64 phys) {
   if constexpr (kRunOp<Op>) {
     if (head) w = op.run0();
     op.push(w, v);
   } else {
-    const typename Op::S m = op.make(&v, 0, 0);
+    const typename Op::S m = op.make(&v, 0, phys);
     w = head ? m : op.combine(w, m);
   }
 }
@@ -1681,13 +1680,14 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_join(
     return op.combine(l, r);
 }
 
-template <class Op>
-__device__ __forceinline__ typename Op::S seg_value(const Op& op,
-                                                    const typename WordOf<Op>::type& w) {
+// The output of the inclusive word w (exclusive word e, input v).
+template <class Op, typename A>
+__device__ __forceinline__ A seg_value(const Op& op, const typename WordOf<Op>::type& w,
+                                       const typename WordOf<Op>::type& e, A v) {
   if constexpr (kRunOp<Op>)
     return op.value(w);
   else
-    return w;  // kOneInputOp: out_value(inc, ...) is inc
+    return op.out_value(w, e, &v, A(1), 0);
 }
 
 // One tile of scan_seg: this lane's K positions qt..qt+K-1 in `cur` (the first `valid`
@@ -1695,8 +1695,8 @@ __device__ __forceinline__ typename Op::S seg_value(const Op& op,
 // scanned from the warp's `carry` and stored; returns the carry after the tile.
 template <typename T, typename A, class Op, bool kRev, bool kWhole>
 __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
-    const Op& op, const Raw32& cur, i64 qt, int valid, i64 total, int r0, int nr,
-    const typename WordOf<Op>::type& carry, T* dst) {
+    const Params& P, const Op& op, const Raw32& cur, i64 qt, int valid, i64 total, int r0,
+    int nr, const typename WordOf<Op>::type& carry, T* dst) {
   typedef typename WordOf<Op>::type W;
   constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K;
   const int lane = threadIdx.x & 31;
@@ -1708,7 +1708,8 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       if (kWhole || k < valid) {
-        seg_push(op, part, to_acc(raw_get<T, K, kRev>(cur, k)), p == 0);
+        seg_push(op, part, to_acc(raw_get<T, K, kRev>(cur, k)), p == 0,
+                 kRev ? nr - 1 - p : p);
         head = head || p == 0;
       }
       p = p + 1 == nr ? 0 : p + 1;
@@ -1728,17 +1729,40 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
   if (kWhole || valid > 0) {
     // the outputs packed in place (whole vectors) or stored one by one (the run's end)
     Vec16<T> out[2];
+    [[maybe_unused]] i64 pend = 0;  // cummax/cummin: the index of an even position
     int p = r0;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       if (kWhole || k < valid) {
-        seg_push(op, w, to_acc(raw_get<T, K, kRev>(cur, k)), p == 0);
-        const T v = from_acc<T>(seg_value(op, w));
+        const A v = to_acc(raw_get<T, K, kRev>(cur, k));
+        const W e = w;
+        const int phys = kRev ? nr - 1 - p : p;
+        seg_push(op, w, v, p == 0, phys);
+        const T out_v = from_acc<T>(seg_value(op, w, e, v));
         const int i = kRev ? K - 1 - k : k;
+        const i64 at = kRev ? total - 1 - (qt + k) : qt + k;  // in the run of all rows
         if (kWhole || valid == K)
-          out[i / L].v[i % L] = v;
+          out[i / L].v[i % L] = out_v;
         else
-          dst[kRev ? total - 1 - (qt + k) : qt + k] = v;
+          dst[at] = out_v;
+        if constexpr (Op::kAuxOut) {  // cummax/cummin: the winner's index (AUX one run too)
+          i64* aux = static_cast<i64*>(P.op[AUX].ptr);
+          const i64 win = op.winner(w, e, &v, p, phys);
+          if (aux == nullptr) {
+          } else if (kWhole || valid == K) {  // in 16-byte pairs (AUX 16-byte aligned)
+            if (k % 2 == 0) {
+              pend = win;
+            } else {  // scan positions k - 1, k: physical at + 1, at in reverse
+              const i64 lo = kRev ? win : pend, hi = kRev ? pend : win;
+              int4 pair;
+              memcpy(&pair.x, &lo, 8);
+              memcpy(&pair.z, &hi, 8);
+              store16(reinterpret_cast<int4*>(aux + (kRev ? at : at - 1)), pair);
+            }
+          } else {
+            aux[at] = win;
+          }
+        }
       }
       p = p + 1 == nr ? 0 : p + 1;
     }
@@ -1758,7 +1782,7 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_seg_dir(const Params& P) {
   typedef typename WordOf<Op>::type W;
-  static_assert(kOneInputOp<Op>, "seg takes one-input ops without neighbour or aux operands");
+  static_assert(Op::kIn == 1 && !Op::kNb && !Op::kAuxIn, "seg takes one-input ops");
   constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
   const Op op{P.mode};
   const int lane = threadIdx.x & 31;
@@ -1766,8 +1790,9 @@ __device__ __forceinline__ void scan_seg_dir(const Params& P) {
   const i64 tiles = (total + TILE - 1) / TILE;
   const i64 t0 = ((i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * P.chunk_len;
   if (t0 >= tiles) return;  // whole warps; no block barriers below
-  // The host's launch condition; anything else would misalign the vectors.
-  if (!P.vec || (kRev && (total & (L - 1)) != 0)) __trap();
+  // The host's launch condition; anything else would misalign the vectors (or, for
+  // cummax/cummin, ask for the backward's flags: seg writes indices).
+  if (!P.vec || (kRev && (total & (L - 1)) != 0) || (Op::kAuxOut && (P.mode & 4))) __trap();
   const i64 t1 = min(tiles, t0 + P.chunk_len);
   const T* src = in_ptr<T>(P, IN0);
   T* dst = static_cast<T*>(P.op[OUT].ptr);
@@ -1780,7 +1805,10 @@ __device__ __forceinline__ void scan_seg_dir(const Params& P) {
       const i64 per = (before + 31) / 32;
       const i64 a = s0 - before + (i64)lane * per, b = min(s0, a + per);
       W w = seg_empty(op);
-      for (i64 q = a; q < b; ++q) seg_push(op, w, to_acc(src[kRev ? total - 1 - q : q]), false);
+      const i64 row0 = s0 - before;
+      for (i64 q = a; q < b; ++q)
+        seg_push(op, w, to_acc(src[kRev ? total - 1 - q : q]), false,
+                 kRev ? n - 1 - (q - row0) : q - row0);
 #pragma unroll
       for (int d = 1; d < 32; d <<= 1) {
         const W o = shfl_up(w, d);
@@ -1807,9 +1835,10 @@ __device__ __forceinline__ void scan_seg_dir(const Params& P) {
       load_partial<T, K, kRev>(next, src, src + (kRev ? total - qn - K : qn), qn, vn, total);
     }
     if ((t + 1) * TILE <= total)  // warp-uniform: every lane's K positions lie before the end
-      carry = seg_tile<T, A, Op, kRev, true>(op, cur, qt, K, total, r0, nr, carry, dst);
+      carry = seg_tile<T, A, Op, kRev, true>(P, op, cur, qt, K, total, r0, nr, carry, dst);
     else
-      carry = seg_tile<T, A, Op, kRev, false>(op, cur, qt, valid, total, r0, nr, carry, dst);
+      carry = seg_tile<T, A, Op, kRev, false>(P, op, cur, qt, valid, total, r0, nr, carry,
+                                              dst);
     r0 += dr;
     if (r0 >= nr) r0 -= nr;
     cur = next;
@@ -3177,9 +3206,10 @@ __device__ void scan_ring(const Params& P) {
 // Pipelined warp rows (at most 64 registers so 4 blocks, 32 warps, fit on an SM), and
 // segmented tiles of short rows (at most 80: 3 blocks; under 64, the 2-byte types and
 // logcumsumexp spilled; the host's SEG_WARPS_PER_SM mirrors it).
-#define BC_SCAN_PIPE_ENTRY(name, OP)                                 \
-  BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4)            \
-  BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, 3)
+#define BC_SCAN_SEG_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, 3)
+#define BC_SCAN_PIPE_ENTRY(name, OP)                      \
+  BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4) \
+  BC_SCAN_SEG_ENTRY(name, OP)
 // Cooperative pieces of long lines: one block an SM (8 warps, 16 for 2-byte types), an entry
 // a direction.
 #define BC_SCAN_COOP_ENTRY(name, OP)                                                      \
@@ -3260,6 +3290,7 @@ BC_SCAN_ROUNDS_ENTRY(prod, ProdOp)
 BC_SCAN_ROUNDS_ENTRY(lse, LseOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
+BC_SCAN_SEG_ENTRY(max, MaxOp)
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
