@@ -446,12 +446,14 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
     names = launched_kernels(monkeypatch)
     dt = torch_dtype(element)
     lanes = 16 // element.itemsize
-    seg = f"scan_{'max' if kind in EXTREMA else _op_of(kind)}_seg"
+    op = "max" if kind in EXTREMA else _op_of(kind)
+    seg = f"scan_{op}_seg"
     for i, (shape, axis) in enumerate(SEG_CASES):
         n, total = shape[axis], math.prod(shape)
         x = torch.from_numpy(make_input(kind, shape, 40 + i)).to("cuda", dt)
         for reverse in (False, True):
-            want = n * element.itemsize <= K.SEG_MAX_BYTES and (not reverse or total % lanes == 0)
+            want = (n * element.itemsize <= K.SEG_MAX_BYTES and n <= K.SEG_MAX_LEN_OP.get(op, n)
+                    and (not reverse or total % lanes == 0))  # fmt: skip
             label = f"{shape} axis={axis} rev={reverse}"
             names.clear()
             y, _ = run_forward(kind, x, axis, reverse)
