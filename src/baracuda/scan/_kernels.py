@@ -104,11 +104,11 @@ PIPELINED_ROWS = True
 
 # Switch: short rows of SEG_OPS stored back to back (x and y, and cummax's indices, each one
 # run of rows * n elements, 16-byte aligned; ``_seg_rows``) of at most SEG_MAX_BYTES take
-# segmented tiles
-# (scan.cu, scan_seg: pipe1's 1 KiB tiles over the run of all rows whatever n, a row starting
-# wherever the position is a multiple of n; SEG_WARPS_PER_SM warps an SM, each a stretch of
-# consecutive tiles). pipe1 and rows1 take a warp a row and leave the lanes past a short row
-# idle. Read at each launch.
+# segmented tiles (scan.cu, scan_seg: pipe1's 1 KiB tiles over the run of all rows whatever
+# n, a row starting wherever the position is a multiple of n; SEG_WARPS_PER_SM warps an SM,
+# each a stretch of consecutive tiles). pipe1 and rows1 take a warp a row and leave the lanes
+# past a short row idle: on the H100, cumsum over (2^20, 16) took 54.2 vs 537.5 us in f32,
+# over (2^22, 4) 54.0 vs 2230.6 (docs/benchmarks.md, round 21). Read at each launch.
 SEG_ROWS = True
 SEG_MAX_BYTES = 512
 # ... and rows of at most this many positions for the ops listed: cummax/cummin write an int64

@@ -3205,7 +3205,8 @@ __device__ void scan_ring(const Params& P) {
 
 // Pipelined warp rows (at most 64 registers so 4 blocks, 32 warps, fit on an SM), and
 // segmented tiles of short rows (at most 80: 3 blocks; under 64, the 2-byte types and
-// logcumsumexp spilled; the host's SEG_WARPS_PER_SM mirrors it).
+// logcumsumexp spilled; the host's SEG_WARPS_PER_SM mirrors it; cummax's 2-byte kernel still
+// spills 96 bytes, and the host keeps it to rows of at most 128: SEG_MAX_LEN_OP).
 #define BC_SCAN_SEG_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, 3)
 #define BC_SCAN_PIPE_ENTRY(name, OP)                      \
   BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4) \
