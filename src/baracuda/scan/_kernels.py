@@ -202,11 +202,9 @@ def _seg_rows(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slo
         oshape, ostrides, _, axis_strides = split_axis(shape, [o.strides], axis)
         if n > 1 and axis_strides[0] != 1:
             return False
-        step = n
-        for d, st in zip(reversed(oshape), reversed(ostrides[0]), strict=True):
-            if d > 1 and st != step:
-                return False
-            step *= d
+        run = contiguous_strides(oshape)  # the rows' strides in a run of rows of n
+        if any(d > 1 and st != n * c for d, st, c in zip(oshape, ostrides[0], run, strict=True)):
+            return False
     return True
 
 
