@@ -153,7 +153,8 @@ def test_segmented_rows_condition() -> None:
     """_seg_rows: short rows (at most SEG_MAX_BYTES) of SEG_OPS whose x and y (and cummax's
     indices) are each one aligned run of all rows, of any rank and extent-1 dims; reverse
     only over whole 16-byte vectors; never for sliced, strided, broadcast, misaligned or
-    extra operands, long rows, empty shapes or the backward's ops."""
+    extra operands, long rows or empty shapes; the backward's ops with their own operands
+    (dy, x, y; the winner flags, written only by ``maxflag``)."""
     from baracuda.scan import _kernels as K
 
     def slots(shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
@@ -196,9 +197,30 @@ def test_segmented_rows_condition() -> None:
         assert K._seg_rows("max", (64, most_max), 1, slots((64, most_max)), itemsize, False)
         assert not K._seg_rows("max", (64, most_max + 1), 1, slots((64, most_max + 1)),
                                itemsize, False)  # fmt: skip
-        # ops without segmented tiles (the backward's)
-        for op in ("prod_bwd", "lse_bwd", "seg_bwd", "maxflag"):
+        # the backward's ops, each with its own operands only
+        three = slots((100, 8))
+        three[K.IN1], three[K.IN2] = K.Slot(1 << 23, (8, 1)), K.Slot(1 << 24, (8, 1))
+        flags = K.Slot(1 << 25, (8, 1))  # uint8 winner flags: one run too
+        for op in ("prod_bwd", "lse_bwd"):
+            assert K._seg_rows(op, (100, 8), 1, three, itemsize, False), op
+            assert K._seg_rows(op, (100, 8), 1, three, itemsize, True), op
             assert not K._seg_rows(op, (100, 8), 1, slots((100, 8)), itemsize, False), op
+            sliced = list(three)
+            sliced[K.IN2] = K.Slot(1 << 24, (10, 1))  # y sliced from wider rows
+            assert not K._seg_rows(op, (100, 8), 1, sliced, itemsize, False), op
+        assert not K._seg_rows("sum", (100, 8), 1, three, itemsize, False)
+        xf: list[K.Slot | None] = [three[K.IN0], None, None, None, flags]
+        assert K._seg_rows("maxflag", (100, 8), 1, xf, itemsize, False, mode=4)
+        assert K._seg_rows("maxflag", (100, 8), 1, xf, itemsize, True, mode=5)
+        assert not K._seg_rows("maxflag", (100, 8), 1, xf, itemsize, False)  # indices: no
+        assert not K._seg_rows("maxflag", (100, 8), 1, slots((100, 8)), itemsize, False, mode=4)
+        xf[K.AUX] = K.Slot((1 << 25) + 8, (8, 1))  # misaligned flags
+        assert not K._seg_rows("maxflag", (100, 8), 1, xf, itemsize, False, mode=4)
+        dyf = slots((100, 8))
+        dyf[K.AUX] = flags
+        assert K._seg_rows("seg_bwd", (100, 8), 1, dyf, itemsize, True)
+        assert not K._seg_rows("seg_bwd", (100, 8), 1, slots((100, 8)), itemsize, False)
+        assert not K._seg_rows("seg_bwd", (100, 8), 1, dyf, itemsize, False, mode=4)
 
 
 @pytest.mark.parametrize("resident", [1, 2])
@@ -697,6 +719,38 @@ def _launch_big(log: _LaunchLog, op: str, axis: int, *, reverse: bool = False,
                          operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=itemsize,
                          layout="cols" if axis == 0 else "rows", sm_count=132,
                          states_ptr=1 << 20)  # fmt: skip
+
+
+@pytest.mark.parametrize("resident", [2, 3, 4])
+def test_segmented_launch(resident: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segmented tiles are one launch of blocks of 8 warps, SEG_WARPS_PER_SM warps an SM or as
+    many as fit (the backward's three-input kernels hold fewer), each warp a stretch of whole
+    tiles; the cummax/cummin backward takes two of them (winner flags, then the segmented
+    sums) where both passes may, and the fused warp-per-row kernel otherwise."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    log.resident = resident
+    grids = _record_grids(log, monkeypatch)
+    shape, st = (2**20, 16), (16, 1)
+    dy, x, y, dx = (Slot(k << 30, st) for k in (1, 2, 3, 4))
+    variant = K.launch_scan(log, "prod_bwd", None, shape, 1, reverse=True, mode=0,  # type: ignore[arg-type]
+                            operands=[dy, x, y, dx, None], vec_slots=(0, 1, 2, 3), itemsize=4,
+                            layout="rows", sm_count=132, states_ptr=0)  # fmt: skip
+    tiles = 2**24 // 256  # 1 KiB tiles of f32
+    per_sm = min(K.SEG_WARPS_PER_SM, 8 * resident)
+    per = -(-tiles // (132 * per_sm))
+    warps = -(-tiles // per)
+    assert variant == f"seg{warps}x{per}"
+    assert log.calls[-1][0] == "scan_prod_bwd_seg"
+    assert grids[-1] == ((-(-warps // 8), 1, 1), 0)
+    # the cummax backward: flags and segmented sums on segmented tiles, else fused
+    flags = Slot(5 << 30, K.flag_strides(shape, 1, "rows"))
+    args = dict(reverse=False, mode=0, dy=dy, x=x, dx=dx, flags=flags, layout="rows",
+                itemsize=4, sm_count=132)  # fmt: skip
+    assert K.launch_max_backward(log, None, shape, 1, **args) is None  # type: ignore[arg-type]
+    odd = Slot((2 << 30) + 4, st)  # x misaligned: the flags' pass would not take seg
+    assert K.launch_max_backward(log, None, shape, 1, **{**args, "x": odd}) == "max_bwd_rows"  # type: ignore[arg-type]
 
 
 _STRIP_CASES = [

@@ -467,9 +467,30 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
                 assert_close(y3, v3, element, what=f"seg last {label}")
             names.clear()
             check_op(kind, element, x, axis, reverse, f"seg {label}")
-            if kind is ScanKind.CUMSUM:  # the backward: seg in the other direction
-                back = n * element.itemsize <= K.SEG_MAX_BYTES and (reverse or total % lanes == 0)
+            # the backward scans the other way; cummax/cummin's takes two seg passes (winner
+            # flags in the forward's direction, then segmented sums) where both may
+            fits = n * element.itemsize <= K.SEG_MAX_BYTES
+            back = fits and (reverse or total % lanes == 0)
+            if kind is ScanKind.CUMSUM:
                 assert names.count(seg) == want + back, (label, names)
+            elif kind in EXTREMA:
+                both = back and (not reverse or total % lanes == 0)
+                both = both and total // n >= K.SEG_MAX_BWD_MIN_ROWS.get(element.itemsize, 0)
+                two = ["scan_maxflag_seg", "scan_seg_bwd_seg"]
+                assert all((k in names) == both for k in two), (label, names)
+                # ties to the last, on poisoned outputs, against float64
+                dy = torch.from_numpy(np.random.default_rng(2).standard_normal(shape)).to(
+                    "cuda", dt)  # fmt: skip
+                dx = run_backward(kind, dy, x, None, axis, reverse, TieBreak.LAST)
+                ref = R.scan_backward(kind, _np64(dy), x=_np64(x), axis=axis, reverse=reverse,
+                                      tie_break=TieBreak.LAST)  # fmt: skip
+                mag = np.abs(R.scan_backward(kind, np.abs(_np64(dy)), x=_np64(x), axis=axis,
+                                             reverse=reverse, tie_break=TieBreak.LAST))  # fmt: skip
+                assert_close(dx, ref, element, scale=max(1.0, math.sqrt(n) / 4), magnitude=mag,
+                             what=f"seg backward last {label}")  # fmt: skip
+            else:
+                bwd = f"scan_{_op_of(kind)}_bwd_seg"
+                assert names.count(bwd) == back, (label, names)
     # not one aligned run: a view one element in, rows sliced from wider rows
     flat = torch.from_numpy(make_input(kind, (4099 * 16 + 1,), 60)).to("cuda", dt)
     wide = torch.from_numpy(make_input(kind, (4099, 20), 61)).to("cuda", dt)
@@ -960,7 +981,9 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
     """The one-kernel cummax/cummin backward (a warp per line: winner flags, then segmented
     sums) on short lines and lines of several tiles with a partial last one, ties, NaN (one
     and several), +-inf, all-equal lines, a strided x, both tie-breaks and directions: equal
-    to the float64 reference and to the two launches (flags, then the segmented scan)."""
+    to the float64 reference and to the two launches (flags, then the segmented scan). Where
+    x and dy are each one aligned run of short rows (from SEG_MAX_BWD_MIN_ROWS rows), the two
+    passes take segmented tiles instead, on the same special values."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
@@ -968,7 +991,7 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
     names = launched_kernels(monkeypatch)
     dt = torch_dtype(element)
     many = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 5
-    for shape in ((70, 64), (33, 37), (9, 300), (many, 1100), (many, 8)):
+    for shape in ((70, 64), (33, 37), (9, 300), (many, 1100), (many, 8), (4 * many, 8)):
         rng = np.random.default_rng(shape[1])
         xn = np.round(rng.standard_normal(shape) * 3) / 4
         xn[1, 7] = np.nan
@@ -987,8 +1010,14 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
                     names.clear()
                     dx = run_backward(kind, dy, x, None, 1, reverse, tie)
                     sm = device_info(torch.cuda.current_device()).sm_count
-                    if K.chunking("rows", shape[0], shape[1], element.itemsize,
-                                  sm).layout == "rows1":  # a warp per line: fused  # fmt: skip
+                    lanes = 16 // element.itemsize
+                    least = K.SEG_MAX_BWD_MIN_ROWS.get(element.itemsize, 0)
+                    seg = (xname == "contiguous" and shape[1] * element.itemsize <= K.SEG_MAX_BYTES
+                           and math.prod(shape) % lanes == 0 and shape[0] >= least)  # fmt: skip
+                    if seg:  # both passes on segmented tiles (x and dy one aligned run)
+                        assert names == ["scan_maxflag_seg", "scan_seg_bwd_seg"], (what, names)
+                    elif K.chunking("rows", shape[0], shape[1], element.itemsize,
+                                    sm).layout == "rows1":  # a warp per line: fused  # fmt: skip
                         assert names == ["scan_max_bwd_rows"], (what, names)
                     else:
                         assert "scan_max_bwd_rows" not in names, (what, names)

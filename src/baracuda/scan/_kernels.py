@@ -95,7 +95,7 @@ _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
 # Ops with segmented tiles of short rows (scan_<op>_seg, SEG_ROWS): PIPE_OPS and cummax/cummin.
-SEG_OPS = (*PIPE_OPS, "max")
+SEG_OPS = (*PIPE_OPS, "max", "prod_bwd", "lse_bwd", "maxflag", "seg_bwd")
 
 # Switch: run ``rows1`` launches of PIPE_OPS on ``pipe1`` (the next tiles' 16-byte loads in
 # flight while a tile is scanned and stored) where its launch condition holds; False keeps
@@ -117,6 +117,12 @@ SEG_MAX_BYTES = 512
 # rows of 256 912.2 vs 482.7 us, while f32 rows of 128 took 625.3 vs 900.3 us.
 SEG_MAX_LEN_OP = {"max": 128}
 SEG_WARPS_PER_SM = 24  # 3 blocks of 8 warps (scan.cu: at most 80 registers, no spills)
+# The cummax/cummin backward takes two segmented launches (winner flags, then the segmented
+# sums) only from this many rows by itemsize (0 for those not listed), else the fused warp-
+# per-row kernel (launch_max_backward). On the H100 (benchmarks/short_rows.py) the two bf16
+# launches took 18.7-19.9 us on 1024-262144 elements, the fused kernel 10.0-16.0 us up to
+# 4096 rows and 43.1 us over 16384 rows of 16 (f32: 10.0-13.9 against 9.8-41.3 us).
+SEG_MAX_BWD_MIN_ROWS = {2: 8192}
 
 # Switch: rows too few to fill the GPU are scanned in one pass with decoupled look-back
 # (lbrows / lbcols); False takes the three-pass chunked scan. Read at each launch.
@@ -179,18 +185,18 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
 
 def _seg_rows(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
               itemsize: int, reverse: bool, mode: int = 0) -> bool:  # fmt: skip
-    """Whether segmented tiles (``SEG_ROWS``) take this scan of ``op``: one of SEG_OPS
-    (cummax/cummin with indices or none, not the backward's flags: ``mode`` bit 2), rows of at
-    most ``SEG_MAX_BYTES``, x and y (and the indices) only, each one run of all rows (row-major,
-    no gaps) starting on 16 bytes, and scanning in reverse, whole 16-byte vectors in all
-    (scan.cu, scan_seg)."""
+    """Whether segmented tiles (``SEG_ROWS``) take this scan of ``op``: one of SEG_OPS with
+    the operands it takes there (``_SEG_OPERANDS``; cummax/cummin with indices or none, the
+    winner flags, ``mode`` bit 2, only for ``maxflag``), rows of at most ``SEG_MAX_BYTES``,
+    each operand one run of all rows (row-major, no gaps) starting on 16 bytes, and scanning
+    in reverse, whole 16-byte vectors in all (scan.cu, scan_seg)."""
     n, total = shape[axis], numel(shape)
-    used = [i for i, o in enumerate(operands) if o is not None]
+    used = tuple(i for i, o in enumerate(operands) if o is not None)
     if not SEG_ROWS or op not in SEG_OPS or total == 0 or n * itemsize > SEG_MAX_BYTES:
         return False
     if n > SEG_MAX_LEN_OP.get(op, n):
         return False
-    if used != [IN0, OUT] and (op != "max" or mode & 4 or used != [IN0, OUT, AUX]):
+    if used not in _SEG_OPERANDS.get(op, ((IN0, OUT),)) or bool(mode & 4) != (op == "maxflag"):
         return False
     if reverse and total % (16 // itemsize):
         return False
@@ -622,6 +628,14 @@ STATE_BYTES = 16  # the largest per-chunk state (MaxIdx<double>, Pair<double>)
 _COL_UNROLL = 8
 _MAX_CHUNKS = 8192
 IN0, IN1, IN2, OUT, AUX = range(5)
+# The operands of each op of SEG_OPS on segmented tiles (the others: IN0 and OUT).
+_SEG_OPERANDS: dict[str, tuple[tuple[int, ...], ...]] = {
+    "max": ((IN0, OUT), (IN0, OUT, AUX)),  # cummax/cummin, with or without indices
+    "prod_bwd": ((IN0, IN1, IN2, OUT),),  # dy, x, y
+    "lse_bwd": ((IN0, IN1, IN2, OUT),),
+    "maxflag": ((IN0, AUX),),  # x, the winner flags
+    "seg_bwd": ((IN0, OUT, AUX),),  # dy, dx, the winner flags
+}
 
 
 class Operand(ctypes.Structure):
@@ -1009,6 +1023,7 @@ _FIXED = (
     "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS", "ROUNDS_GROUPS",
     "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SEG_MAX_LEN_OP",
+    "SEG_MAX_BWD_MIN_ROWS",  # read by launch_max_backward at each call, outside the recipes
 )  # fmt: skip
 
 
@@ -1107,7 +1122,9 @@ def launch_scan(
     if _seg_rows(op, shape, axis, operands, itemsize, reverse, mode):
         kernel = f"scan_{op}_seg"
         tiles = _cdiv(total, 1024 // itemsize)  # pipe1's tiles over the run of all rows
-        per = _cdiv(tiles, min(tiles, sm_count * SEG_WARPS_PER_SM))  # a warp's stretch
+        # warps an SM: SEG_WARPS_PER_SM, or fewer where fewer fit (the backward's three inputs)
+        per_sm = min(SEG_WARPS_PER_SM, BLOCK // 32 * module.resident_blocks(kernel, BLOCK))
+        per = _cdiv(tiles, min(tiles, sm_count * per_sm))  # a warp's stretch
         warps = _cdiv(tiles, per)
         # blocks of 8 warps, fewer where that leaves SMs idle (a small run reaches them all)
         wpb = max(1, min(BLOCK // 32, warps // sm_count))
@@ -1245,12 +1262,20 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
                         layout: str, itemsize: int, sm_count: int) -> str | None:  # fmt: skip
     """Enqueue the cummax/cummin backward in one kernel (``scan_max_bwd_rows``; ``reverse`` and
     ``mode`` of the forward, winner flags in ``flags`` laid out for ``layout``) where it
-    applies: ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows" and a warp per line (``chunking``
-    takes ``rows1``). Returns the variant run, or None (nothing enqueued: take two passes)."""
+    applies: ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", a warp per line (``chunking``
+    takes ``rows1``), and not both passes on segmented tiles (``_seg_rows`` of each, from
+    ``SEG_MAX_BWD_MIN_ROWS`` rows). Returns the variant run, or None (nothing enqueued: take
+    two passes)."""
     total = numel(shape)
     if not FUSED_MAX_BACKWARD or layout != "rows" or total == 0:
         return None
     n = shape[axis]
+    if (total // n >= SEG_MAX_BWD_MIN_ROWS.get(itemsize, 0)
+            and _seg_rows("maxflag", shape, axis, [x, None, None, None, flags], itemsize,
+                          reverse, mode | 4)
+            and _seg_rows("seg_bwd", shape, axis, [dy, None, None, dx, flags], itemsize,
+                          not reverse)):  # fmt: skip
+        return None  # both passes on segmented tiles
     ch = chunking("rows", total // n, n, itemsize, sm_count)
     if ch.layout != "rows1":
         return None

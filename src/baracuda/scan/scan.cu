@@ -1636,20 +1636,30 @@ __device__ void scan_pipe(const Params& P) {
   BC_SCAN_BY_DIRECTION(scan_pipe_dir, T, A, Op);
 }
 
-// ------------------------------------------- segmented tiles of many short rows (seg)
-// Short rows of one-input ops stored back to back (pipe1's ops, and cummax/cummin's forward):
-// x and y (and cummax's indices) each one run of rows * n elements, 16-byte aligned (and,
-// scanning in reverse, rows * n a multiple of 16 / sizeof(T)). pipe1 and rows1 take a warp a
-// row, so a row shorter than its tile leaves lanes idle (rows of 16 f32: 2 lanes of 32, one
-// 64-byte load a warp). Here the run is cut into pipe1's tiles (32 lanes x two 16-byte
-// vectors, 1 KiB) whatever n, each warp a stretch of P.chunk_len consecutive tiles, and a
-// tile is scanned in segments: a row starts where the scan position is a multiple of n
-// (scanning in reverse the run is reversed, rows and their elements alike, so rows still
-// start there). A lane scans its K elements, restarting at each row start; the warp joins
-// the lanes' partials by a segmented shuffle scan (a lane's partial stops at the first row
-// start it holds, or at lane 0, which holds the carry); a lane's outputs go again from the
-// partial before it. A warp's first carry is the fold of the positions of its row before its
-// stretch (fewer than n, read again), in order: lane-contiguous pieces joined in lane order.
+// ---------------------------------------------------------------- segmented tiles (seg)
+// Short rows stored back to back: every operand (x and y, the backward's dy, x, y and dx,
+// cummax's indices, the cummax backward's winner flags) one run of rows * n elements,
+// 16-byte aligned (and, scanning in reverse, rows * n a multiple of 16 / sizeof(T)). pipe1
+// and rows1 take a warp a row, so a row shorter than its tile leaves lanes idle (rows of 16
+// f32: 2 lanes of 32, one 64-byte load a warp). Here the run is cut into pipe1's tiles (32
+// lanes x two 16-byte vectors, 1 KiB) whatever n, each warp a stretch of P.chunk_len
+// consecutive tiles, and a tile is scanned in segments: a row starts where the scan position
+// is a multiple of n (scanning in reverse the run is reversed, rows and their elements alike,
+// so rows still start there). A lane scans its K elements, restarting at each row start; the
+// warp joins the lanes' partials by a segmented shuffle scan (a lane's partial stops at the
+// first row start it holds, or at lane 0, which holds the carry); a lane's outputs go again
+// from the partial before it. A warp's first carry is the fold of the positions of its row
+// before its stretch (fewer than n, read again), in order: lane-contiguous pieces joined in
+// lane order. The backward's ops read up to three inputs a position (Op::kIn), the cumprod
+// backward y at the next scan position of the row (Op::kNb: the lane's next element, the next
+// lane's first, or for lane 31 one element read with the tile; 1 past the row's end), and
+// the cummax backward one byte of winner flags a position (written by MaxFlagOp, read by
+// SegBwdOp: a lane's K bytes as two words of K / 2 bytes).
+template <class Op>
+constexpr bool kFlagOut = false;  // AUX takes one byte of winner flag a position
+template <typename A>
+constexpr bool kFlagOut<MaxFlagOp<A>> = true;
+
 template <class Op>
 __device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
   if constexpr (kRunOp<Op>)
@@ -1658,15 +1668,16 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
     return op.identity();
 }
 
-// w := (head ? the empty word : w) followed by v, at physical position `phys` of its row
+// w := (head ? the empty word : w) followed by the position of inputs v (flag f) at physical
+// position `phys` of its row
 template <class Op, typename A>
-__device__ __forceinline__ void seg_push(const Op& op, typename WordOf<Op>::type& w, A v,
-                                         bool head, i64 phys) {
+__device__ __forceinline__ void seg_push(const Op& op, typename WordOf<Op>::type& w, const A* v,
+                                         unsigned char f, bool head, i64 phys) {
   if constexpr (kRunOp<Op>) {
     if (head) w = op.run0();
-    op.push(w, v);
+    op.push(w, v[0]);
   } else {
-    const typename Op::S m = op.make(&v, 0, phys);
+    const typename Op::S m = op.make(v, f, phys);
     w = head ? m : op.combine(w, m);
   }
 }
@@ -1680,22 +1691,116 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_join(
     return op.combine(l, r);
 }
 
-// The output of the inclusive word w (exclusive word e, input v).
+// The output of the inclusive word w (exclusive word e, inputs v, neighbour nb, flag f).
 template <class Op, typename A>
 __device__ __forceinline__ A seg_value(const Op& op, const typename WordOf<Op>::type& w,
-                                       const typename WordOf<Op>::type& e, A v) {
+                                       const typename WordOf<Op>::type& e, const A* v, A nb,
+                                       unsigned char f) {
   if constexpr (kRunOp<Op>)
     return op.value(w);
   else
-    return op.out_value(w, e, &v, A(1), 0);
+    return op.out_value(w, e, v, nb, f);
 }
 
-// One tile of scan_seg: this lane's K positions qt..qt+K-1 in `cur` (the first `valid`
+// A word of B bytes (a lane's half of its K flag bytes).
+template <int B>
+struct Bytes;
+template <>
+struct Bytes<2> {
+  typedef unsigned short type;
+};
+template <>
+struct Bytes<4> {
+  typedef unsigned type;
+};
+template <>
+struct Bytes<8> {
+  typedef uint2 type;
+};
+
+// One lane's inputs of a tile: Op::kIn operands from IN0 (and IN2 after them for kNb), raw in
+// physical order (Raw32); for kNb, lane 31's neighbour of its last position; for kAuxIn, its
+// K flag bytes in physical order.
+template <typename T, typename A, class Op>
+struct SegIn {
+  static constexpr int kLoads = Op::kIn + (Op::kNb ? 1 : 0);
+  Raw32 v[kLoads];
+  A nb;
+  unsigned char fl[Op::kAuxIn ? PipeTile<T>::K : 1];
+};
+
+// A lane's flag bytes: K bytes (physical order) at element `ps` of the run, two half words.
+template <typename T>
+__device__ __forceinline__ void seg_flags_load(unsigned char* b, const unsigned char* src) {
+  constexpr int H = PipeTile<T>::K / 2;
+  typedef typename Bytes<H>::type W;
+  const W lo = *reinterpret_cast<const W*>(src), hi = *reinterpret_cast<const W*>(src + H);
+  memcpy(b, &lo, H);
+  memcpy(b + H, &hi, H);
+}
+
+template <typename T>
+__device__ __forceinline__ void seg_flags_store(unsigned char* dst, const unsigned char* b) {
+  constexpr int H = PipeTile<T>::K / 2;
+  typedef typename Bytes<H>::type W;
+  W lo, hi;
+  memcpy(&lo, b, H);
+  memcpy(&hi, b + H, H);
+  *reinterpret_cast<W*>(dst) = lo;
+  *reinterpret_cast<W*>(dst + H) = hi;
+}
+
+// This lane's inputs at scan positions qt..qt+K-1 of the run of `total` (the first `valid`
+// before its end; zeros past it).
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void seg_load(const Params& P, SegIn<T, A, Op>& in, i64 qt, int valid,
+                                         i64 total) {
+  constexpr int K = PipeTile<T>::K;
+  const i64 ps = kRev ? total - qt - K : qt;  // the lowest physical position (whole tiles)
+#pragma unroll
+  for (int j = 0; j < SegIn<T, A, Op>::kLoads; ++j) {
+    const T* src = in_ptr<T>(P, j);
+    load_partial<T, K, kRev>(in.v[j], src, src + ps, qt, valid, total);
+  }
+  if constexpr (Op::kNb) {
+    in.nb = A(1);
+    const i64 q = qt + K;
+    if ((threadIdx.x & 31) == 31 && q < total)
+      in.nb = to_acc(in_ptr<T>(P, IN2)[kRev ? total - 1 - q : q]);
+  }
+  if constexpr (Op::kAuxIn) {
+    const unsigned char* f = static_cast<const unsigned char*>(P.op[AUX].ptr);
+    if (valid == K) {
+      seg_flags_load<T>(in.fl, f + ps);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int i = kRev ? K - 1 - k : k;
+        in.fl[i] = k < valid ? f[kRev ? total - 1 - (qt + k) : qt + k] : 0;
+      }
+    }
+  }
+}
+
+// Position k (scan order) of a lane's tile: inputs v, flag f.
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ unsigned char seg_at(const SegIn<T, A, Op>& in, int k,
+                                                A (&v)[Op::kIn]) {
+  constexpr int K = PipeTile<T>::K;
+#pragma unroll
+  for (int j = 0; j < Op::kIn; ++j) v[j] = to_acc(raw_get<T, K, kRev>(in.v[j], k));
+  if constexpr (Op::kAuxIn)
+    return in.fl[kRev ? K - 1 - k : k];
+  else
+    return 0;
+}
+
+// One tile of scan_seg: this lane's K positions qt..qt+K-1 in `in` (the first `valid`
 // before the end; kWhole: all of them, for every lane), the first at position r0 of its row,
 // scanned from the warp's `carry` and stored; returns the carry after the tile.
 template <typename T, typename A, class Op, bool kRev, bool kWhole>
 __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
-    const Params& P, const Op& op, const Raw32& cur, i64 qt, int valid, i64 total, int r0,
+    const Params& P, const Op& op, const SegIn<T, A, Op>& in, i64 qt, int valid, i64 total, int r0,
     int nr, const typename WordOf<Op>::type& carry, T* dst) {
   typedef typename WordOf<Op>::type W;
   constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K;
@@ -1708,8 +1813,9 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       if (kWhole || k < valid) {
-        seg_push(op, part, to_acc(raw_get<T, K, kRev>(cur, k)), p == 0,
-                 kRev ? nr - 1 - p : p);
+        A v[Op::kIn];
+        const unsigned char f = seg_at<T, A, Op, kRev>(in, k, v);
+        seg_push(op, part, v, f, p == 0, kRev ? nr - 1 - p : p);
         head = head || p == 0;
       }
       p = p + 1 == nr ? 0 : p + 1;
@@ -1726,28 +1832,49 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
   }
   W w = shfl_up(part, 1);  // the inclusive word before this lane's first position
   if (lane == 0) w = carry;
+  // cumprod's backward: the next lane's first y (lane 31: the one read with the tile)
+  [[maybe_unused]] A nb_next = A(1);
+  if constexpr (Op::kNb) {
+    nb_next = __shfl_down_sync(kFull, to_acc(raw_get<T, K, kRev>(in.v[IN2], 0)), 1);
+    if (lane == 31) nb_next = in.nb;
+  }
   if (kWhole || valid > 0) {
     // the outputs packed in place (whole vectors) or stored one by one (the run's end)
     Vec16<T> out[2];
     [[maybe_unused]] i64 pend = 0;  // cummax/cummin: the index of an even position
+    [[maybe_unused]] unsigned char fo[kFlagOut<Op> ? K : 1];  // winner flags, physical order
     int p = r0;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       if (kWhole || k < valid) {
-        const A v = to_acc(raw_get<T, K, kRev>(cur, k));
-        const W e = w;
+        A v[Op::kIn];
+        const unsigned char f = seg_at<T, A, Op, kRev>(in, k, v);
+        // the exclusive word: empty at a row start (the backward's ops read it)
+        const W e = p == 0 ? seg_empty(op) : w;
         const int phys = kRev ? nr - 1 - p : p;
-        seg_push(op, w, v, p == 0, phys);
-        const T out_v = from_acc<T>(seg_value(op, w, e, v));
+        seg_push(op, w, v, f, p == 0, phys);
+        A nb = A(1);
+        if constexpr (Op::kNb) {
+          if (p + 1 < nr) nb = k + 1 < K ? to_acc(raw_get<T, K, kRev>(in.v[IN2], k + 1)) : nb_next;
+        }
         const int i = kRev ? K - 1 - k : k;
         const i64 at = kRev ? total - 1 - (qt + k) : qt + k;  // in the run of all rows
-        if (kWhole || valid == K)
-          out[i / L].v[i % L] = out_v;
-        else
-          dst[at] = out_v;
-        if constexpr (Op::kAuxOut) {  // cummax/cummin: the winner's index (AUX one run too)
+        if constexpr (!kFlagOut<Op>) {
+          const T out_v = from_acc<T>(seg_value(op, w, e, v, nb, f));
+          if (kWhole || valid == K)
+            out[i / L].v[i % L] = out_v;
+          else
+            dst[at] = out_v;
+        }
+        if constexpr (kFlagOut<Op>) {  // the cummax backward's first pass: winner flags
+          const unsigned char own = op.winner(w, e, v, p, phys) == phys;
+          if (kWhole || valid == K)
+            fo[i] = own;
+          else
+            static_cast<unsigned char*>(P.op[AUX].ptr)[at] = own;
+        } else if constexpr (Op::kAuxOut) {  // cummax/cummin: the winner's index (one run too)
           i64* aux = static_cast<i64*>(P.op[AUX].ptr);
-          const i64 win = op.winner(w, e, &v, p, phys);
+          const i64 win = op.winner(w, e, v, p, phys);
           if (aux == nullptr) {
           } else if (kWhole || valid == K) {  // in 16-byte pairs (AUX 16-byte aligned)
             if (k % 2 == 0) {
@@ -1767,12 +1894,17 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
       p = p + 1 == nr ? 0 : p + 1;
     }
     if (kWhole || valid == K) {
-      int4* vp = reinterpret_cast<int4*>(dst + (kRev ? total - qt - K : qt));
+      const i64 ps = kRev ? total - qt - K : qt;
+      if constexpr (kFlagOut<Op>) {
+        seg_flags_store<T>(static_cast<unsigned char*>(P.op[AUX].ptr) + ps, fo);
+      } else {
+        int4* vp = reinterpret_cast<int4*>(dst + ps);
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        int4 raw;
-        memcpy(&raw, &out[u], 16);
-        store16(vp + u, raw);
+        for (int u = 0; u < 2; ++u) {
+          int4 raw;
+          memcpy(&raw, &out[u], 16);
+          store16(vp + u, raw);
+        }
       }
     }
   }
@@ -1782,7 +1914,6 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_seg_dir(const Params& P) {
   typedef typename WordOf<Op>::type W;
-  static_assert(Op::kIn == 1 && !Op::kNb && !Op::kAuxIn, "seg takes one-input ops");
   constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
   const Op op{P.mode};
   const int lane = threadIdx.x & 31;
@@ -1791,10 +1922,12 @@ __device__ __forceinline__ void scan_seg_dir(const Params& P) {
   const i64 t0 = ((i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * P.chunk_len;
   if (t0 >= tiles) return;  // whole warps; no block barriers below
   // The host's launch condition; anything else would misalign the vectors (or, for
-  // cummax/cummin, ask for the backward's flags: seg writes indices).
-  if (!P.vec || (kRev && (total & (L - 1)) != 0) || (Op::kAuxOut && (P.mode & 4))) __trap();
+  // cummax/cummin, ask for flags where seg writes indices, and the reverse for the flags'
+  // pass).
+  if (!P.vec || (kRev && (total & (L - 1)) != 0) ||
+      (Op::kAuxOut && ((P.mode & 4) != 0) != kFlagOut<Op>))
+    __trap();
   const i64 t1 = min(tiles, t0 + P.chunk_len);
-  const T* src = in_ptr<T>(P, IN0);
   T* dst = static_cast<T*>(P.op[OUT].ptr);
   // the carry: the positions of the row of scan position t0 * TILE before it, a lane-
   // contiguous piece each, folded in lane order
@@ -1806,9 +1939,15 @@ __device__ __forceinline__ void scan_seg_dir(const Params& P) {
       const i64 a = s0 - before + (i64)lane * per, b = min(s0, a + per);
       W w = seg_empty(op);
       const i64 row0 = s0 - before;
-      for (i64 q = a; q < b; ++q)
-        seg_push(op, w, to_acc(src[kRev ? total - 1 - q : q]), false,
-                 kRev ? n - 1 - (q - row0) : q - row0);
+      for (i64 q = a; q < b; ++q) {
+        const i64 at = kRev ? total - 1 - q : q;
+        A v[Op::kIn];
+#pragma unroll
+        for (int j = 0; j < Op::kIn; ++j) v[j] = to_acc(in_ptr<T>(P, j)[at]);
+        unsigned char f = 0;
+        if constexpr (Op::kAuxIn) f = static_cast<const unsigned char*>(P.op[AUX].ptr)[at];
+        seg_push(op, w, v, f, false, kRev ? n - 1 - (q - row0) : q - row0);
+      }
 #pragma unroll
       for (int d = 1; d < 32; d <<= 1) {
         const W o = shfl_up(w, d);
@@ -1821,18 +1960,14 @@ __device__ __forceinline__ void scan_seg_dir(const Params& P) {
   const int nr = (int)n;               // rows of at most 512 bytes (the host's condition)
   int r0 = (int)(qt % n);              // its position in its row
   const int dr = (int)(TILE % n);      // how far a tile moves it
-  Raw32 cur;
-  {
-    const int valid = (int)max((i64)0, min((i64)K, total - qt));
-    load_partial<T, K, kRev>(cur, src, src + (kRev ? total - qt - K : qt), qt, valid, total);
-  }
+  SegIn<T, A, Op> cur;
+  seg_load<T, A, Op, kRev>(P, cur, qt, (int)max((i64)0, min((i64)K, total - qt)), total);
   for (i64 t = t0; t < t1; ++t, qt += TILE) {
     const int valid = (int)max((i64)0, min((i64)K, total - qt));
-    Raw32 next;
+    SegIn<T, A, Op> next;
     if (t + 1 < t1) {
       const i64 qn = qt + TILE;
-      const int vn = (int)max((i64)0, min((i64)K, total - qn));
-      load_partial<T, K, kRev>(next, src, src + (kRev ? total - qn - K : qn), qn, vn, total);
+      seg_load<T, A, Op, kRev>(P, next, qn, (int)max((i64)0, min((i64)K, total - qn)), total);
     }
     if ((t + 1) * TILE <= total)  // warp-uniform: every lane's K positions lie before the end
       carry = seg_tile<T, A, Op, kRev, true>(P, op, cur, qt, K, total, r0, nr, carry, dst);
@@ -3208,6 +3343,12 @@ __device__ void scan_ring(const Params& P) {
 // logcumsumexp spilled; the host's SEG_WARPS_PER_SM mirrors it; cummax's 2-byte kernel still
 // spills 96 bytes, and the host keeps it to rows of at most 128: SEG_MAX_LEN_OP).
 #define BC_SCAN_SEG_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, 3)
+// The backward's segmented tiles: the cumprod and logcumsumexp backward read three inputs a
+// position (two blocks, at most 128 registers; the 2-byte cumprod backward spills 16 bytes),
+// as does the cummax backward's second pass in 2-byte types (72-80 bytes spilled at 80); the
+// host asks the driver how many blocks fit.
+#define BC_SCAN_SEG_WIDE_ENTRY(name, OP, MINB) \
+  BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, MINB)
 #define BC_SCAN_PIPE_ENTRY(name, OP)                      \
   BC_SCAN_BLOCK_ENTRY(name, OP, pipe1, scan_pipe, 256, 4) \
   BC_SCAN_SEG_ENTRY(name, OP)
@@ -3299,11 +3440,15 @@ BC_SCAN_COOP_ENTRY(lse, LseOp)
 BC_SCAN_STAGE_ENTRY(lse, LseOp)
 #elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
+BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
 #elif defined(BC_SCAN_GROUP_LSE_BWD)
 BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
+BC_SCAN_SEG_WIDE_ENTRY(lse_bwd, LseBwdOp, 2)
 #elif defined(BC_SCAN_GROUP_MAX_BWD)  // the cummax/cummin backward: winner flags, segmented sums
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
 BC_SCAN_ENTRIES(maxflag, MaxFlagOp, 4, 4)
+BC_SCAN_SEG_WIDE_ENTRY(seg_bwd, SegBwdOp, sizeof(BC_T) == 2 ? 2 : 3)
+BC_SCAN_SEG_ENTRY(maxflag, MaxFlagOp)
 BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC>(f, b);
 }
