@@ -94,7 +94,8 @@ OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd", "maxflag")
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
-# Ops with segmented tiles of short rows (scan_<op>_seg, SEG_ROWS): PIPE_OPS and cummax/cummin.
+# Ops with segmented tiles of short rows (scan_<op>_seg, SEG_ROWS): PIPE_OPS, cummax/cummin,
+# and the backward's ops (the cumsum backward is a reverse cumsum).
 SEG_OPS = (*PIPE_OPS, "max", "prod_bwd", "lse_bwd", "maxflag", "seg_bwd")
 
 # Switch: run ``rows1`` launches of PIPE_OPS on ``pipe1`` (the next tiles' 16-byte loads in
@@ -102,8 +103,9 @@ SEG_OPS = (*PIPE_OPS, "max", "prod_bwd", "lse_bwd", "maxflag", "seg_bwd")
 # every launch on ``rows1``. Read at each launch.
 PIPELINED_ROWS = True
 
-# Switch: short rows of SEG_OPS stored back to back (x and y, and cummax's indices, each one
-# run of rows * n elements, 16-byte aligned; ``_seg_rows``) of at most SEG_MAX_BYTES take
+# Switch: short rows of SEG_OPS stored back to back (every operand: x and y, cummax's indices,
+# the backward's dy, dx, saved tensors and winner flags, each one run of rows * n elements,
+# 16-byte aligned; ``_seg_rows``) of at most SEG_MAX_BYTES take
 # segmented tiles (scan.cu, scan_seg: pipe1's 1 KiB tiles over the run of all rows whatever
 # n, a row starting wherever the position is a multiple of n; SEG_WARPS_PER_SM warps an SM,
 # each a stretch of consecutive tiles). pipe1 and rows1 take a warp a row and leave the lanes
@@ -116,7 +118,9 @@ SEG_MAX_BYTES = 512
 # the H100 (benchmarks/short_rows.py), bf16 rows of 128 took 914.6 vs 901.5 us on a warp a row,
 # rows of 256 912.2 vs 482.7 us, while f32 rows of 128 took 625.3 vs 900.3 us.
 SEG_MAX_LEN_OP = {"max": 128}
-SEG_WARPS_PER_SM = 24  # 3 blocks of 8 warps (scan.cu: at most 80 registers, no spills)
+# warps an SM at most: 3 blocks of 8 (scan.cu: at most 80 registers, no spills); fewer where
+# the driver fits fewer (the backward's three-input kernels: 2 blocks)
+SEG_WARPS_PER_SM = 24
 # The cummax/cummin backward takes two segmented launches (winner flags, then the segmented
 # sums) only from this many rows by itemsize (0 for those not listed), else the fused warp-
 # per-row kernel (launch_max_backward). On the H100 (benchmarks/short_rows.py) the two bf16
@@ -183,8 +187,26 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
     return _one_run(shape, axis, operands, width)
 
 
+_SEG_MEMO: dict[tuple[object, ...], bool] = {}
+
+
 def _seg_rows(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
               itemsize: int, reverse: bool, mode: int = 0) -> bool:  # fmt: skip
+    """``_seg_rows_of``, remembered by its arguments (the operands' alignment mod 16 and
+    strides) and the switches it reads: launch_max_backward asks at every call, and the
+    answer takes about 100 us of Python to find (a 2-core CPU machine)."""
+    key = (op, shape, axis, tuple(None if o is None else (o.ptr & 15, o.strides) for o in operands),
+           itemsize, reverse, mode, SEG_ROWS, SEG_MAX_BYTES, id(SEG_MAX_LEN_OP))  # fmt: skip
+    hit = _SEG_MEMO.get(key)
+    if hit is None:
+        if len(_SEG_MEMO) >= 256:
+            _SEG_MEMO.clear()
+        hit = _SEG_MEMO[key] = _seg_rows_of(op, shape, axis, operands, itemsize, reverse, mode)
+    return hit
+
+
+def _seg_rows_of(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+                 itemsize: int, reverse: bool, mode: int = 0) -> bool:  # fmt: skip
     """Whether segmented tiles (``SEG_ROWS``) take this scan of ``op``: one of SEG_OPS with
     the operands it takes there (``_SEG_OPERANDS``; cummax/cummin with indices or none, the
     winner flags, ``mode`` bit 2, only for ``maxflag``), rows of at most ``SEG_MAX_BYTES``,
