@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-from baracuda._registry import compile_job, import_families
+from baracuda._registry import compile_job, import_families, syntax_job
 
 
 def cmd_info(_: argparse.Namespace) -> int:
@@ -64,20 +64,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     workers = max(1, min(args.jobs, len(jobs)))
     results: Iterable[tuple[str, str, str, int, float]]
+    job = syntax_job if args.syntax_only else compile_job
     if workers == 1:
-        results = map(compile_job, jobs)
+        results = map(job, jobs)
     else:
         # NVRTC is single-threaded: one process per program; the cache takes concurrent writers
         import concurrent.futures as cf
         import multiprocessing as mp
 
         pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
-        results = pool.map(compile_job, jobs)
+        results = pool.map(job, jobs)
     for i, (name, el, arch, size, secs) in enumerate(results, 1):
         print(f"[{i:3d}/{len(jobs)}] {name:<28} {el:<5} {arch:<6} "
               f"{size / 1024:7.1f} KiB  {secs:5.2f} s")  # fmt: skip
         sys.stdout.flush()
-    print(f"compiled {len(jobs)} programs in {time.perf_counter() - t0:.1f} s")
+    what = "checked (NVRTC's front end)" if args.syntax_only else "compiled"
+    print(f"{what} {len(jobs)} programs in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("compile", help="compile every kernel instantiation into the cache")
     c.add_argument("--arch", action="append", help="sm_XY (repeatable); default: the GPU's")
     c.add_argument("--jobs", "-j", type=int, default=1, help="parallel compiler processes")
+    c.add_argument("--syntax-only", action="store_true",
+                   help="NVRTC's front end alone (parsing, templates): no cubins")  # fmt: skip
     c.set_defaults(fn=cmd_compile)
     k = sub.add_parser("check", help="run every op against float64 truth, print a table")
     k.add_argument("--backend", choices=["cuda", "array-api"], default=None)

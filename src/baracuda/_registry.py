@@ -34,3 +34,16 @@ def compile_job(job: tuple[str, ElementKind, str]) -> tuple[str, str, str, int, 
     t = time.perf_counter()
     cubin = compile_cubin(src, el, arch)
     return name, el.value, arch, len(cubin), time.perf_counter() - t
+
+
+def syntax_job(job: tuple[str, ElementKind, str]) -> tuple[str, str, str, int, float]:
+    """``compile_job`` through NVRTC's front end alone (``check_syntax``: nothing cached;
+    ``python -m baracuda compile --syntax-only``). Returns (name, dtype, arch, 0, seconds)."""
+    from baracuda._cuda.compiler import check_syntax, registered_sources
+
+    import_families()
+    name, el, arch = job
+    src = next(s for s in registered_sources() if s.name == name)
+    t = time.perf_counter()
+    check_syntax(src, el, arch)
+    return name, el.value, arch, 0, time.perf_counter() - t

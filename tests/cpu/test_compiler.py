@@ -49,6 +49,29 @@ def test_compile_error_carries_log(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "this is not C++" in info.value.dump()
 
 
+def test_syntax_check_runs_the_front_end_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check_syntax`` (``compile --syntax-only``, CI's NVRTC 13.0 pass) accepts every real
+    program without writing the cache, and rejects what the front end rejects: a syntax error,
+    and a template that fails only where an entry instantiates it."""
+    from baracuda.errors import CompileError
+
+    monkeypatch.setenv("BARACUDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "_program_cache", None)
+    src = next(s for s in _all_sources() if s.name == "elementwise/lerp.cu")
+    compiler.check_syntax(src, ElementKind.BF16, "sm_80")
+    assert _cache_files(tmp_path) == []
+    text = compiler._source_text(src.family, src.filename)
+    for extra in ("int broken = ;\n",
+                  "template <class T> __device__ void f(T t) { t.none(); }\n"
+                  'extern "C" __global__ void g() { f(1); }\n'):  # fmt: skip
+        monkeypatch.setattr(compiler, "_source_text", lambda fam, fn, t=text + extra: t)
+        with pytest.raises(CompileError) as info:
+            compiler.check_syntax(src, ElementKind.F32, "sm_90")
+        assert "error" in info.value.log.lower()
+
+
 def _cache_files(path: Path) -> list[Path]:
     return [p for p in path.rglob("*") if p.is_file()]
 

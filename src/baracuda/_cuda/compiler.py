@@ -220,6 +220,17 @@ def compile_cubin(
         return data
 
 
+def check_syntax(source: KernelSource, element: ElementKind, arch: str) -> None:
+    """Run NVRTC's front end alone on ``source`` for ``element`` on ``arch``
+    (``--fdevice-syntax-only``: parsing and every template the entries instantiate, no NVVM
+    or ptxas, no cache). Needs no GPU; about 1 s for the largest program, against 10-60 s for
+    a cubin. Raises ``CompileError`` with NVRTC's log where the front end rejects it."""
+    import dataclasses
+
+    options = dataclasses.replace(_options(source, element, arch), fdevice_syntax_only=True)
+    _nvrtc_compile(source.text(), options, f"{source.name} for {element.value} on {arch}")
+
+
 def _nvrtc_compile(text: str, options: Any, what: str) -> bytes:
     """One NVRTC compilation to cubin (no cache)."""
     from cuda.core import Program
