@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 import time
 from collections.abc import Iterable
 
-from baracuda._registry import compile_job, import_families, syntax_job
+from baracuda._registry import compile_job, import_families
 
 
 def cmd_info(_: argparse.Namespace) -> int:
@@ -64,7 +65,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     workers = max(1, min(args.jobs, len(jobs)))
     results: Iterable[tuple[str, str, str, int, float]]
-    job = syntax_job if args.syntax_only else compile_job
+    job = functools.partial(compile_job, syntax_only=args.syntax_only)  # picklable
     if workers == 1:
         results = map(job, jobs)
     else:

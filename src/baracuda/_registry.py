@@ -23,27 +23,20 @@ def import_families() -> None:
             importlib.import_module(f"baracuda.{fam}.{info.name}")
 
 
-def compile_job(job: tuple[str, ElementKind, str]) -> tuple[str, str, str, int, float]:
-    """Compile one (source name, element, arch) into the cache; a picklable worker for
-    ``python -m baracuda compile --jobs``. Returns (name, dtype, arch, bytes, seconds)."""
-    from baracuda._cuda.compiler import compile_cubin, registered_sources
+def compile_job(job: tuple[str, ElementKind, str],
+                syntax_only: bool = False) -> tuple[str, str, str, int, float]:  # fmt: skip
+    """Compile one (source name, element, arch) into the cache, or with ``syntax_only`` run
+    NVRTC's front end alone on it (``check_syntax``: nothing cached); a picklable worker for
+    ``python -m baracuda compile --jobs [--syntax-only]``. Returns (name, dtype, arch, bytes
+    of cubin or 0, seconds)."""
+    from baracuda._cuda.compiler import check_syntax, compile_cubin, registered_sources
 
     import_families()
     name, el, arch = job
     src = next(s for s in registered_sources() if s.name == name)
     t = time.perf_counter()
+    if syntax_only:
+        check_syntax(src, el, arch)
+        return name, el.value, arch, 0, time.perf_counter() - t
     cubin = compile_cubin(src, el, arch)
     return name, el.value, arch, len(cubin), time.perf_counter() - t
-
-
-def syntax_job(job: tuple[str, ElementKind, str]) -> tuple[str, str, str, int, float]:
-    """``compile_job`` through NVRTC's front end alone (``check_syntax``: nothing cached;
-    ``python -m baracuda compile --syntax-only``). Returns (name, dtype, arch, 0, seconds)."""
-    from baracuda._cuda.compiler import check_syntax, registered_sources
-
-    import_families()
-    name, el, arch = job
-    src = next(s for s in registered_sources() if s.name == name)
-    t = time.perf_counter()
-    check_syntax(src, el, arch)
-    return name, el.value, arch, 0, time.perf_counter() - t
