@@ -22,6 +22,7 @@ from baracuda.scan._kernels import (
     LINES_OPS,
     OPS,
     PAIR_OPS,
+    PIPE_AUX_OPS,
     PIPE_OPS,
     ROUNDS_GROUPS,
     ROUNDS_KINDS,
@@ -192,11 +193,9 @@ def test_segmented_rows_condition() -> None:
         ops[K.AUX] = K.Slot((1 << 22) + 8, (8, 1))
         assert not K._seg_rows("max", (100, 8), 1, ops, itemsize, False)
         assert K._seg_rows("max", (100, 8), 1, slots((100, 8)), itemsize, True)
-        # cummax/cummin: rows of at most SEG_MAX_LEN_OP["max"] positions
-        most_max = min(most, K.SEG_MAX_LEN_OP["max"])
-        assert K._seg_rows("max", (64, most_max), 1, slots((64, most_max)), itemsize, False)
-        assert not K._seg_rows("max", (64, most_max + 1), 1, slots((64, most_max + 1)),
-                               itemsize, False)  # fmt: skip
+        # cummax/cummin: rows of at most SEG_MAX_BYTES, as the others
+        assert K._seg_rows("max", (64, most), 1, slots((64, most)), itemsize, False)
+        assert not K._seg_rows("max", (64, most + 1), 1, slots((64, most + 1)), itemsize, False)
         # the backward's ops, each with its own operands only
         three = slots((100, 8))
         three[K.IN1], three[K.IN2] = K.Slot(1 << 23, (8, 1)), K.Slot(1 << 24, (8, 1))
@@ -606,9 +605,9 @@ def test_tie_break_enum_accepted() -> None:
 
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
-# kernels of PIPE_OPS, the segmented tiles of SEG_OPS, the line pairs of PAIR_OPS, the strips
-# and rings of STRIP_OPS, the fused cummax backward; and the look-back workspace's zeroing,
-# which every program holds
+# kernels of PIPE_OPS, the pipelined kernel of PIPE_AUX_OPS, the segmented tiles of SEG_OPS,
+# the line pairs of PAIR_OPS, the strips and rings of STRIP_OPS, the fused cummax backward;
+# and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
@@ -616,6 +615,7 @@ _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "seg", "lbpair", "strip", "ring")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
+    | {f"scan_{op}_pipe1" for op in PIPE_AUX_OPS}
     | {f"scan_{op}_seg" for op in SEG_OPS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
@@ -719,6 +719,34 @@ def _launch_big(log: _LaunchLog, op: str, axis: int, *, reverse: bool = False,
                          operands=[x, None, None, y, None], vec_slots=(0, 3), itemsize=itemsize,
                          layout="cols" if axis == 0 else "rows", sm_count=132,
                          states_ptr=1 << 20)  # fmt: skip
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cummax_pipelined_rows(reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cummax/cummin rows that a warp takes one each run on pipe1 where x, y and the int64
+    indices are contiguous with every row on 16 bytes (or there are no indices); misaligned or
+    strided indices, and the backward's winner flags (mode bit 2), keep rows1."""
+    from baracuda.scan import _kernels as K
+
+    def launch(idx: Slot | None, mode: int = 0) -> str:
+        log = _LaunchLog("sm_90")
+        _record_grids(log, monkeypatch)
+        variant = K.launch_scan(log, "max", None, (4096, 8192), 1, reverse=reverse, mode=mode,  # type: ignore[arg-type]
+                                operands=[Slot(1 << 30, (8192, 1)), None, None,
+                                          Slot(1 << 31, (8192, 1)), idx],
+                                vec_slots=(0, 3), itemsize=4, layout="rows", sm_count=132,
+                                states_ptr=0)  # fmt: skip
+        assert [c[0] for c in log.calls] == [f"scan_max_{variant}"], log.calls
+        return variant
+
+    assert launch(Slot(1 << 32, (8192, 1))) == "pipe1"
+    assert launch(None) == "pipe1"
+    assert launch(Slot(1 << 32, (8194, 1))) == "pipe1"  # padded rows, each on 16 bytes
+    assert launch(Slot((1 << 32) + 8, (8192, 1))) == "rows1"  # misaligned by one index
+    assert launch(Slot(1 << 32, (8193, 1))) == "rows1"  # odd rows: every other one misaligned
+    assert launch(Slot(1 << 32, (1, 4096))) == "rows1"  # strided along the axis
+    assert launch(Slot(1 << 32, (8192, 1)), mode=4) == "rows1"  # winner flags
+    assert K._pipe_aux((2, 2**31), 1, None, 0) is False  # int indices: rows below 2^31
 
 
 @pytest.mark.parametrize("resident", [2, 3, 4])

@@ -389,14 +389,15 @@ def test_workspace_too_small() -> None:
         plan.run(s, bc.Workspace.none(), ScanArgs(x, torch.empty_like(x)))
 
 
-@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
-                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Enough rows for a warp per row with long rows, on the pipelined kernel (pipe1): n is
     9.5 tiles + one vector (tile = 1 KiB of the dtype), so the prefetch registers (scan.cu,
     kPipe) are refilled several times, and the last tile has whole-vector lanes, a lane
-    straddling the end and empty lanes; both ways."""
+    straddling the end and empty lanes; both ways. cummax/cummin (their int64 indices stored
+    by whole warps) with ties, NaN and +-inf rows, both tie-breaks, and indices in padded rows
+    (pipe1) and misaligned ones (rows1)."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
@@ -405,11 +406,43 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
     rows = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 3
     tile = 1024 // element.itemsize
     n = 9 * tile + tile // 2 + 16 // element.itemsize
-    x = torch.from_numpy(make_input(kind, (rows, n), 11)).to("cuda", torch_dtype(element))
+    xn = make_input(kind, (rows, n), 11)
+    if kind in EXTREMA:
+        xn[1, 7] = np.nan
+        xn[2, 3 * tile + 5 : 5 * tile] = np.nan
+        xn[3, :] = -np.inf
+        xn[4, 0] = -np.inf
+        xn[4, 1:] = np.inf
+        xn[5, :] = 2.0  # all tied
+    x = torch.from_numpy(xn).to("cuda", torch_dtype(element))
+    el = element
     for reverse in (False, True):
+        label = f"pipe1 ({rows}, {n}) rev={reverse}"
         names.clear()
-        check_op(kind, element, x, 1, reverse, f"pipe1 ({rows}, {n}) rev={reverse}")
+        check_op(kind, element, x, 1, reverse, label)
         assert any(nm.endswith("_pipe1") for nm in names), names
+        if kind not in EXTREMA:
+            continue
+        assert names[0] == "scan_max_pipe1", names
+        s = stream()
+        for tie in TieBreak:
+            v, r = R.scan(kind, _np64(x), 1, reverse, tie)
+            plan = ScanPlan.select(s, ScanDescriptor(kind, (rows, n), 1, el, reverse, tie))
+            ws = bc.Workspace.allocate(plan.workspace_size(), s)
+            # indices in rows padded by 2 (each on 16 bytes: pipe1), and one index off
+            for pad, off, kernel in ((2, 0, "scan_max_pipe1"), (0, 1, "scan_max_rows1")):
+                buf = torch.full((rows * (n + pad) + off,), -7, dtype=torch.int64, device="cuda")
+                idx = buf[off:].view(rows, n + pad)[:, :n]
+                y = poisoned((rows, n), el)
+                names.clear()
+                plan.run(s, ws, ScanArgs(x, y, idx))
+                torch.cuda.synchronize()
+                what = f"{label} {tie.value} pad={pad} off={off}"
+                assert names == [kernel], (what, names)
+                np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(r), err_msg=what)
+                assert_close(y, v, element, what=what)
+                if pad:  # the padding untouched
+                    assert bool((buf.view(rows, n + pad)[:, n:] == -7).all()), what
 
 
 # (shape, axis) of short rows stored back to back: rows of 1 to 256 positions (SEG_MAX_BYTES
@@ -452,8 +485,7 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
         n, total = shape[axis], math.prod(shape)
         x = torch.from_numpy(make_input(kind, shape, 40 + i)).to("cuda", dt)
         for reverse in (False, True):
-            want = (n * element.itemsize <= K.SEG_MAX_BYTES and n <= K.SEG_MAX_LEN_OP.get(op, n)
-                    and (not reverse or total % lanes == 0))  # fmt: skip
+            want = n * element.itemsize <= K.SEG_MAX_BYTES and (not reverse or total % lanes == 0)
             label = f"{shape} axis={axis} rev={reverse}"
             names.clear()
             y, _ = run_forward(kind, x, axis, reverse)
@@ -475,7 +507,6 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
                 assert names.count(seg) == want + back, (label, names)
             elif kind in EXTREMA:
                 both = back and (not reverse or total % lanes == 0)
-                both = both and total // n >= K.SEG_MAX_BWD_MIN_ROWS.get(element.itemsize, 0)
                 two = ["scan_maxflag_seg", "scan_seg_bwd_seg"]
                 assert all((k in names) == both for k in two), (label, names)
                 # ties to the last, on poisoned outputs, against float64
@@ -982,8 +1013,8 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
     sums) on short lines and lines of several tiles with a partial last one, ties, NaN (one
     and several), +-inf, all-equal lines, a strided x, both tie-breaks and directions: equal
     to the float64 reference and to the two launches (flags, then the segmented scan). Where
-    x and dy are each one aligned run of short rows (from SEG_MAX_BWD_MIN_ROWS rows), the two
-    passes take segmented tiles instead, on the same special values."""
+    x and dy are each one aligned run of short rows, the two passes take segmented tiles
+    instead, on the same special values."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
@@ -1011,9 +1042,8 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
                     dx = run_backward(kind, dy, x, None, 1, reverse, tie)
                     sm = device_info(torch.cuda.current_device()).sm_count
                     lanes = 16 // element.itemsize
-                    least = K.SEG_MAX_BWD_MIN_ROWS.get(element.itemsize, 0)
                     seg = (xname == "contiguous" and shape[1] * element.itemsize <= K.SEG_MAX_BYTES
-                           and math.prod(shape) % lanes == 0 and shape[0] >= least)  # fmt: skip
+                           and math.prod(shape) % lanes == 0)  # fmt: skip
                     if seg:  # both passes on segmented tiles (x and dy one aligned run)
                         assert names == ["scan_maxflag_seg", "scan_seg_bwd_seg"], (what, names)
                     elif K.chunking("rows", shape[0], shape[1], element.itemsize,

@@ -61,11 +61,11 @@ __all__ = [
     "launch_scan",
     "BLOCK",
     "PIPE_OPS",
+    "PIPE_AUX_OPS",
     "SEG_OPS",
     "PIPELINED_ROWS",
     "SEG_ROWS",
     "SEG_MAX_BYTES",
-    "SEG_MAX_LEN_OP",
     "SEG_WARPS_PER_SM",
     "LOOKBACK",
     "LOOKBACK_ROWS",
@@ -94,6 +94,11 @@ OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd", "maxflag")
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 # Ops with a pipelined warp-per-row kernel (scan_<op>_pipe1: one input, no aux operands).
 PIPE_OPS = ("sum", "prod", "lse")
+# ... and with one that writes int64 indices as well, in rows shorter than 2^31 (cummax/cummin,
+# scan_max_pipe1: the indices contiguous along the axis, every row on 16 bytes; ``_pipe_aux``).
+# On the H100, cummax over 4096 x 8192 f32 took 221.2 us on pipe1, 246.1 on rows1; over
+# 65536 x 1024, 382.8 vs 459.4.
+PIPE_AUX_OPS = ("max",)
 # Ops with segmented tiles of short rows (scan_<op>_seg, SEG_ROWS): PIPE_OPS, cummax/cummin,
 # and the backward's ops (the cumsum backward is a reverse cumsum).
 SEG_OPS = (*PIPE_OPS, "max", "prod_bwd", "lse_bwd", "maxflag", "seg_bwd")
@@ -113,20 +118,10 @@ PIPELINED_ROWS = True
 # over (2^22, 4) 54.0 vs 2230.6 (docs/benchmarks.md, round 21). Read at each launch.
 SEG_ROWS = True
 SEG_MAX_BYTES = 512
-# ... and rows of at most this many positions for the ops listed: cummax/cummin write an int64
-# index a position and keep an index in their state (2-byte types spill registers there). On
-# the H100 (benchmarks/short_rows.py), bf16 rows of 128 took 914.6 vs 901.5 us on a warp a row,
-# rows of 256 912.2 vs 482.7 us, while f32 rows of 128 took 625.3 vs 900.3 us.
-SEG_MAX_LEN_OP = {"max": 128}
 # warps an SM at most: 3 blocks of 8 (scan.cu: at most 80 registers, no spills); fewer where
-# the driver fits fewer (the backward's three-input kernels: 2 blocks)
+# the driver fits fewer (the backward's three-input kernels and cummax/cummin's 2-byte
+# kernels: 2 blocks)
 SEG_WARPS_PER_SM = 24
-# The cummax/cummin backward takes two segmented launches (winner flags, then the segmented
-# sums) only from this many rows by itemsize (0 for those not listed), else the fused warp-
-# per-row kernel (launch_max_backward). On the H100 (benchmarks/short_rows.py) the two bf16
-# launches took 18.7-19.9 us on 1024-262144 elements, the fused kernel 10.0-16.0 us up to
-# 4096 rows and 43.1 us over 16384 rows of 16 (f32: 10.0-13.9 against 9.8-41.3 us).
-SEG_MAX_BWD_MIN_ROWS = {2: 8192}
 
 # Switch: rows too few to fill the GPU are scanned in one pass with decoupled look-back
 # (lbrows / lbcols); False takes the three-pass chunked scan. Read at each launch.
@@ -196,7 +191,7 @@ def _seg_rows(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slo
     strides) and the switches it reads: launch_max_backward asks at every call, and the
     answer takes about 100 us of Python to find (a 2-core CPU machine)."""
     key = (op, shape, axis, tuple(None if o is None else (o.ptr & 15, o.strides) for o in operands),
-           itemsize, reverse, mode, SEG_ROWS, SEG_MAX_BYTES, id(SEG_MAX_LEN_OP))  # fmt: skip
+           itemsize, reverse, mode, SEG_ROWS, SEG_MAX_BYTES)  # fmt: skip
     hit = _SEG_MEMO.get(key)
     if hit is None:
         if len(_SEG_MEMO) >= 256:
@@ -215,8 +210,6 @@ def _seg_rows_of(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     n, total = shape[axis], numel(shape)
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     if not SEG_ROWS or op not in SEG_OPS or total == 0 or n * itemsize > SEG_MAX_BYTES:
-        return False
-    if n > SEG_MAX_LEN_OP.get(op, n):
         return False
     if used not in _SEG_OPERANDS.get(op, ((IN0, OUT),)) or bool(mode & 4) != (op == "maxflag"):
         return False
@@ -599,6 +592,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "cooprev", "lbstage"))
+        + tuple(f"scan_{op}_pipe1" for op in ops if op in PIPE_AUX_OPS)
         + tuple(f"scan_{op}_seg" for op in ops if op in SEG_OPS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
@@ -900,6 +894,21 @@ def slot(view: TensorView | None) -> Slot | None:
     return None if view is None else Slot(view.ptr, view.strides)
 
 
+def _pipe_aux(shape: tuple[int, ...], axis: int, aux: Slot | None, mode: int) -> bool:
+    """pipe1's condition on cummax/cummin's AUX operand (PIPE_AUX_OPS): none, or int64
+    indices (``mode`` bit 2 clear) contiguous along the axis, every row starting on 16 bytes,
+    in rows shorter than 2^31 (scan.cu, MaxOp32)."""
+    if shape[axis] >= 2**31:
+        return False
+    if aux is None:
+        return True
+    if mode & 4 or aux.ptr % 16:
+        return False
+    oshape, ostrides, _, axis_strides = split_axis(shape, [aux.strides], axis)
+    return axis_strides[0] == 1 and all(
+        s % 2 == 0 for d, s in zip(oshape, ostrides[0], strict=True) if d > 1)
+
+
 def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
             vec_slots: Sequence[int], itemsize: int, layout: str, reverse: bool,
             mode: int) -> Params:  # fmt: skip
@@ -1040,20 +1049,19 @@ _SWITCHES = (
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
-    "OPS", "PIPE_OPS", "SEG_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK", "STRIP_STAGES",
-    "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES", "SCAN_GROUPS",
+    "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK",
+    "STRIP_STAGES", "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES",
+    "SCAN_GROUPS",
     "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS", "ROUNDS_GROUPS",
     "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
-    "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SEG_MAX_LEN_OP",
-    "SEG_MAX_BWD_MIN_ROWS",  # read by launch_max_backward at each call, outside the recipes
+    "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
 
 
 def _switch_values() -> tuple[object, ...]:
     g = globals()
-    # WARP_ROWS_PER_SM_OP and SEG_MAX_LEN_OP (dicts) by identity: replaced, never changed in
-    # place
-    return (*map(g.__getitem__, _SWITCHES), id(WARP_ROWS_PER_SM_OP), id(SEG_MAX_LEN_OP),
+    # WARP_ROWS_PER_SM_OP (a dict) by identity: replaced, never changed in place
+    return (*map(g.__getitem__, _SWITCHES), id(WARP_ROWS_PER_SM_OP),
             _launch_module.DEPENDENT_LAUNCH)  # fmt: skip
 
 
@@ -1135,7 +1143,7 @@ def launch_scan(
     # the pipelined kernels' launch condition: x and y contiguous along the axis with
     # 16-byte aligned rows, and every full tile made of whole vectors (scan.cu, scan_pipe_dir)
     pipeable = (
-        op in PIPE_OPS
+        (op in PIPE_OPS or (op in PIPE_AUX_OPS and _pipe_aux(shape, axis, operands[AUX], mode)))
         and bool(params.vec)
         and IN0 in vec_slots
         and OUT in vec_slots
@@ -1285,16 +1293,14 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
     """Enqueue the cummax/cummin backward in one kernel (``scan_max_bwd_rows``; ``reverse`` and
     ``mode`` of the forward, winner flags in ``flags`` laid out for ``layout``) where it
     applies: ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", a warp per line (``chunking``
-    takes ``rows1``), and not both passes on segmented tiles (``_seg_rows`` of each, from
-    ``SEG_MAX_BWD_MIN_ROWS`` rows). Returns the variant run, or None (nothing enqueued: take
-    two passes)."""
+    takes ``rows1``), and not both passes on segmented tiles (``_seg_rows`` of each). Returns
+    the variant run, or None (nothing enqueued: take two passes)."""
     total = numel(shape)
     if not FUSED_MAX_BACKWARD or layout != "rows" or total == 0:
         return None
     n = shape[axis]
-    if (total // n >= SEG_MAX_BWD_MIN_ROWS.get(itemsize, 0)
-            and _seg_rows("maxflag", shape, axis, [x, None, None, None, flags], itemsize,
-                          reverse, mode | 4)
+    if (_seg_rows("maxflag", shape, axis, [x, None, None, None, flags], itemsize, reverse,
+                  mode | 4)
             and _seg_rows("seg_bwd", shape, axis, [dy, None, None, dx, flags], itemsize,
                           not reverse)):  # fmt: skip
         return None  # both passes on segmented tiles

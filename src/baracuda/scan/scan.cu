@@ -59,10 +59,10 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kBlock = 256;
 constexpr int kColUnroll = 8;
 
-template <typename A>
+template <typename A, typename I = i64>
 struct MaxIdx {
-  A v;
-  i64 i;  // physical index of the winner; -1 marks the identity
+  A v;  // the winner's key (MaxOp)
+  I i;  // physical index of the winner; -1 marks the identity
 };
 template <typename A>
 struct Pair {
@@ -74,13 +74,13 @@ __device__ __forceinline__ float shfl_up(float x, int d) { return __shfl_up_sync
 __device__ __forceinline__ double shfl_up(double x, int d) { return __shfl_up_sync(kFull, x, d); }
 __device__ __forceinline__ float shfl_idx(float x, int s) { return __shfl_sync(kFull, x, s); }
 __device__ __forceinline__ double shfl_idx(double x, int s) { return __shfl_sync(kFull, x, s); }
-template <typename A>
-__device__ __forceinline__ MaxIdx<A> shfl_up(MaxIdx<A> x, int d) {
-  return {shfl_up(x.v, d), (i64)__shfl_up_sync(kFull, (long long)x.i, d)};
+template <typename A, typename I>
+__device__ __forceinline__ MaxIdx<A, I> shfl_up(MaxIdx<A, I> x, int d) {
+  return {shfl_up(x.v, d), __shfl_up_sync(kFull, x.i, d)};
 }
-template <typename A>
-__device__ __forceinline__ MaxIdx<A> shfl_idx(MaxIdx<A> x, int s) {
-  return {shfl_idx(x.v, s), (i64)__shfl_sync(kFull, (long long)x.i, s)};
+template <typename A, typename I>
+__device__ __forceinline__ MaxIdx<A, I> shfl_idx(MaxIdx<A, I> x, int s) {
+  return {shfl_idx(x.v, s), __shfl_sync(kFull, x.i, s)};
 }
 template <typename A>
 __device__ __forceinline__ Pair<A> shfl_up(Pair<A> x, int d) {
@@ -124,53 +124,69 @@ struct ProdOp {
 
 // mode: bit0 cummin (else cummax), bit1 ties go to the latest element (else the earliest),
 // bit2 AUX takes winner flags (else indices). NaN wins and sticks; among NaNs the latest.
+// The states hold keys: x for cummax, -x for cummin (exact both ways, NaN stays NaN), so
+// one comparison without branches serves both: a later key r wins against an earlier key l
+// when r is NaN or greater, or equal with ties to the latest (l NaN: every comparison is
+// false, l stays).
 template <typename A>
+__device__ __forceinline__ A max_key(int mode, A x) {
+  return (mode & 1) ? -x : x;
+}
+template <typename A>
+__device__ __forceinline__ bool key_wins(int mode, A r, A l) {
+  return is_nan(r) || r > l || ((mode & 2) != 0 && r == l);
+}
+
+// I: the index type (int where every row is shorter than 2^31: MaxOp32).
+template <typename A, typename I = i64>
 struct MaxOp {
-  typedef MaxIdx<A> S;
+  typedef MaxIdx<A, I> S;
   static constexpr int kIn = 1;
   static constexpr bool kNb = false, kAuxIn = false, kAuxOut = true;
   int mode;
-  __device__ S identity() const { return {A(0), -1}; }
-  __device__ bool wins(A r, A l) const {
-    if (is_nan(r)) return true;
-    if (is_nan(l)) return false;
-    if (mode & 1) return (mode & 2) ? r <= l : r < l;
-    return (mode & 2) ? r >= l : r > l;
-  }
+  __device__ S identity() const { return {A(0), I(-1)}; }
   __device__ S combine(S l, S r) const {
-    if (r.i < 0) return l;
-    if (l.i < 0) return r;
-    return wins(r.v, l.v) ? r : l;
+    return r.i >= 0 && (l.i < 0 || key_wins(mode, r.v, l.v)) ? r : l;
   }
-  __device__ S make(const A* v, unsigned char, i64 p) const { return {v[0], p}; }
-  __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc.v; }
+  __device__ S make(const A* v, unsigned char, i64 p) const { return {max_key(mode, v[0]), (I)p}; }
+  __device__ A out_value(S inc, S, const A*, A, unsigned char) const {
+    return max_key(mode, inc.v);
+  }
   // AUX: the running winner of scan position q (physical p)
   __device__ i64 winner(S inc, S, const A*, i64, i64) const { return inc.i; }
 };
+// Rows shorter than 2^31 (the segmented tiles, pipe1: the host's launch conditions): an int
+// index a state, where int64 takes two registers and two shuffles.
+template <typename A>
+using MaxOp32 = MaxOp<A, int>;
 
 // The winner flags alone (the first pass of the cummax/cummin backward; mode as MaxOp, with
-// bit 2 set): the state is the running extremum's value (NaN sticks), and scan position q is
-// its own winner when q = 0 or it wins against the extremum before it (MaxOp::wins). One
-// word of state, where MaxOp carries a value and an index.
+// bit 2 set): the state is the running extremum's key (NaN sticks), and scan position q is
+// its own winner when q = 0 or its key wins against the extremum before it (key_wins). One
+// word of state, where MaxOp carries a key and an index.
 template <typename A>
 struct MaxFlagOp {
   typedef A S;
   static constexpr int kIn = 1;
   static constexpr bool kNb = false, kAuxIn = false, kAuxOut = true;
   int mode;
-  __device__ S identity() const { return (mode & 1) ? inf<A>() : -inf<A>(); }
-  __device__ S combine(S l, S r) const {
-    if (is_nan(r)) return r;
-    if (is_nan(l)) return l;
-    if (mode & 1) return r < l ? r : l;
-    return r > l ? r : l;
+  __device__ S identity() const { return -inf<A>(); }
+  __device__ S combine(S l, S r) const { return is_nan(r) || r > l ? r : l; }
+  __device__ S make(const A* v, unsigned char, i64) const { return max_key(mode, v[0]); }
+  __device__ A out_value(S inc, S, const A*, A, unsigned char) const {
+    return max_key(mode, inc);
   }
-  __device__ S make(const A* v, unsigned char, i64) const { return v[0]; }
-  __device__ A out_value(S inc, S, const A*, A, unsigned char) const { return inc; }
   __device__ i64 winner(S, S exc, const A* v, i64 q, i64 p) const {
-    return q == 0 || MaxOp<A>{mode}.wins(v[0], exc) ? p : -1;
+    return q == 0 || key_wins(mode, max_key(mode, v[0]), exc) ? p : -1;
   }
 };
+
+// Ops whose AUX output is one byte of winner flag a position (else int64 indices, kAuxIn
+// ops read flags)
+template <class Op>
+constexpr bool kFlagOut = false;
+template <typename A>
+constexpr bool kFlagOut<MaxFlagOp<A>> = true;
 
 // log(exp(a) + exp(b)) with PyTorch's guards: -inf is the identity, inf + inf = inf.
 template <typename A>
@@ -477,15 +493,71 @@ __device__ __forceinline__ void store16(int4* p, int4 v) {
                : "memory");
 }
 
+// cummax/cummin's int64 indices of a warp's 32 x K consecutive positions, written so that
+// every store instruction covers 512 contiguous bytes. Each lane holds the indices of its own
+// K positions, which a lane's 16-byte stores would spread over 32 x 16 bytes K * 8 bytes
+// apart: on the H100 that made the indices cost as much as values and indices together
+// (cummax over (2^20, 16) f32: 157 us with the lanes' own stores, 106 us with coalesced
+// ones). The lanes put their pairs of indices in shared memory (warp_pairs), the warp reads
+// them back in physical order and stores them. Pair c of physical lane pl (the lanes in
+// physical order: reversed in a reverse scan) sits at slot pair_slot: the slots of 8 lanes
+// that meet in one access fall in distinct 16-byte bank groups, writing and reading.
+template <int K>
+__device__ __forceinline__ int pair_slot(int pl, int c) {
+  constexpr int C = K / 2;                  // pairs a lane
+  constexpr int G = C < 8 ? 8 / C : 1;      // lanes with the same swizzle
+  return pl * C + (c ^ ((pl / G) & (C - 1)));
+}
+// This warp's 16 * K slots (one block of kBlock threads).
+template <int K>
+__device__ __forceinline__ int4* warp_pairs() {
+  __shared__ int4 slots[kBlock / 32 * 16 * K];
+  return slots + (threadIdx.x >> 5) * 16 * K;
+}
+__device__ __forceinline__ int4 idx_pair(i64 lo, i64 hi) {
+  int4 w;
+  memcpy(&w.x, &lo, 8);
+  memcpy(&w.z, &hi, 8);
+  return w;
+}
+// Warp-collective: the 32 * K indices put in `slots` go to dst (16-byte aligned), the
+// warp's lowest physical position; slots are free again on return.
+template <int K>
+__device__ __forceinline__ void store_pairs(i64* dst, int4* slots) {
+  __syncwarp();
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int u = 0; u < K / 2; ++u) {
+    const int j = u * 32 + lane;  // the warp's pair j in physical order
+    store16(reinterpret_cast<int4*>(dst) + j, slots[pair_slot<K>(j / (K / 2), j % (K / 2))]);
+  }
+  __syncwarp();
+}
+
 // cummax/cummin's AUX output of one thread's K positions (scan order k, physical pstart +
 // (kRev ? K - 1 - k : k) on the vector path): int64 winner indices, or (mode & 4) uint8
 // "own winner" flags; 16-byte (indices) or K-byte (flags) stores when contiguous and
 // aligned, else one element at a time.
-template <int K, bool kRev>
+template <int K, bool kRev, bool kPairs>
 __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 qt, i64 q1,
-                                               i64 pstart, bool vec, const i64 (&win)[K]) {
+                                               i64 pstart, bool vec, bool warp_vec,
+                                               const i64 (&win)[K]) {
   const bool flags = (P.mode & 4) != 0;
   const i64 as = P.op[AUX].axis_stride;
+  if constexpr (kPairs) {
+  if (warp_vec) {  // the whole warp: indices, contiguous and 16-byte aligned
+    int4* slots = warp_pairs<K>();
+    const int pl = kRev ? 31 - (threadIdx.x & 31) : (threadIdx.x & 31);
+#pragma unroll
+    for (int c = 0; c < K / 2; ++c)
+      slots[pair_slot<K>(pl, c)] = idx_pair(win[kRev ? K - 1 - 2 * c : 2 * c],
+                                            win[kRev ? K - 2 - 2 * c : 2 * c + 1]);
+    store_pairs<K>(static_cast<i64*>(P.op[AUX].ptr) + abase +
+                       __shfl_sync(kFull, pstart, kRev ? 31 : 0),
+                   slots);
+    return;
+  }
+  }
   if (vec && as == 1) {
     const i64 off = abase + pstart;
     if (flags && (reinterpret_cast<unsigned long long>(P.op[AUX].ptr) + off) % K == 0) {
@@ -558,6 +630,11 @@ __device__ __forceinline__ void load_tile(const Params& P, int j, i64 base, i64 
   }
 }
 
+template <typename T>
+__host__ __device__ constexpr int rows_per_thread() {
+  return sizeof(T) == 8 ? 4 : 8;  // 2 or 1 vectors; the look-back tiles take twice as many
+}
+
 // One tile of a contiguous line for rows1/rows8/lbrows: this group's threads own K
 // consecutive scan positions each from `tile` (those before q1 are valid). `carry_in(total)`
 // is called by every thread of the group after the group scan with the tile's total and
@@ -574,6 +651,18 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
   const i64 qt = tile + (i64)t * K;
   const i64 pstart = kRev ? P.n - qt - K : qt;  // lowest physical index of the group
   const bool vec = P.vec && qt + K <= q1 && pstart % L == 0;
+  // cummax/cummin: the warp stores its indices together (store_pairs)
+  // (rows1 and rows8; not the look-back tiles, twice as long: their slots would take 16-32
+  // KiB of shared memory beside the look-back's own)
+  constexpr bool kPairs = Op::kAuxOut && !kFlagOut<Op> && K == rows_per_thread<T>();
+  [[maybe_unused]] bool warp_vec = false;
+  if constexpr (kPairs)
+    warp_vec = __all_sync(kFull, vec && !reduce && P.op[AUX].ptr != nullptr &&
+                                     (P.mode & 4) == 0 && P.op[AUX].axis_stride == 1 &&
+                                     (reinterpret_cast<unsigned long long>(
+                                          static_cast<i64*>(P.op[AUX].ptr) + base[AUX] +
+                                          pstart) %
+                                      16) == 0);
   A v[Op::kIn][K];
   A nb[K];
   unsigned char fl[K];
@@ -671,7 +760,8 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
     }
   }
   if constexpr (Op::kAuxOut) {
-    if (P.op[AUX].ptr != nullptr) rows_store_aux<K, kRev>(P, base[AUX], qt, q1, pstart, vec, win);
+    if (P.op[AUX].ptr != nullptr)
+      rows_store_aux<K, kRev, kPairs>(P, base[AUX], qt, q1, pstart, vec, warp_vec, win);
   }
   if (P.op[OUT].ptr != nullptr) {
     T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
@@ -695,11 +785,6 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
         if (qt + k < q1) dst[phys(P, qt + k) * P.op[OUT].axis_stride] = from_acc<T>(res[k]);
     }
   }
-}
-
-template <typename T>
-__host__ __device__ constexpr int rows_per_thread() {
-  return sizeof(T) == 8 ? 4 : 8;  // 2 or 1 vectors; the look-back tiles take twice as many
 }
 
 template <typename T, typename A, class Op, int GW, bool kRev>
@@ -1496,7 +1581,7 @@ __device__ __forceinline__ void load_partial(Raw32& cur, const T* src, const T* 
 template <typename T, typename A, class Op, int K, bool kRev, bool kFull>
 __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& cur, i64 qt,
                                                     int valid, i64 n, typename Op::S carry, T* row,
-                                                    bool reduce) {
+                                                    i64* aux, bool reduce) {
   typedef typename Op::S S;
   S st[K];
   S excl, total;
@@ -1531,12 +1616,38 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
     } else {
       const S prefix = op.combine(carry, excl);
       S prev = prefix;
+      // cummax/cummin: the winners' indices, in whole tiles stored by the warp together
+      [[maybe_unused]] i64 pend = 0;  // the index of an even position
+      [[maybe_unused]] int4* slots = nullptr;
+      if constexpr (Op::kAuxOut && kFull) slots = warp_pairs<K>();
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const S inc = op.combine(prefix, st[k]);
         const A v = to_acc(raw_get<T, K, kRev>(cur, k));
         res[k] = op.out_value(inc, prev, &v, A(1), 0);
+        if constexpr (Op::kAuxOut) {
+          if (aux != nullptr) {
+            const i64 p = kRev ? n - 1 - (qt + k) : qt + k;
+            const i64 win = op.winner(inc, prev, &v, qt + k, p);
+            if constexpr (kFull) {
+              if (k % 2 == 0)
+                pend = win;
+              else  // scan positions k - 1, k: physical p + 1, p in reverse
+                slots[pair_slot<K>(kRev ? 31 - (threadIdx.x & 31) : (threadIdx.x & 31),
+                                   (kRev ? K - 1 - k : k) / 2)] =
+                    kRev ? idx_pair(win, pend) : idx_pair(pend, win);
+            } else if (k < valid) {
+              aux[p] = win;
+            }
+          }
+        }
         prev = inc;
+      }
+      if constexpr (Op::kAuxOut && kFull) {
+        if (aux != nullptr) {
+          const i64 t0 = qt - (i64)(threadIdx.x & 31) * K;  // the tile's first scan position
+          store_pairs<K>(aux + (kRev ? n - t0 - 32 * K : t0), slots);
+        }
       }
     }
     if (kFull || valid == K) {
@@ -1571,7 +1682,7 @@ template <typename T, typename A, class Op, int K, bool kRev, int D>
 __device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[D],
                                                      const T* px, i64 step, i64 lq, i64 nfull,
                                                      i64 n, typename Op::S carry, T* dst,
-                                                     bool reduce) {
+                                                     i64* aux, bool reduce) {
   constexpr int TILE = 32 * K;
   for (i64 f = 0; f < nfull; f += D) {
 #pragma unroll
@@ -1581,7 +1692,7 @@ __device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[
       const Raw32 cur = buf[d];
       if (ff + D < nfull) load32(buf[d], px + (ff + D) * step);
       carry = pipe_tile<T, A, Op, K, kRev, true>(op, cur, lq + ff * TILE, K, n, carry, dst,
-                                                 reduce);
+                                                 aux, reduce);
     }
   }
   return carry;
@@ -1590,7 +1701,9 @@ __device__ __forceinline__ typename Op::S pipe_tiles(const Op& op, Raw32 (&buf)[
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
   typedef typename Op::S S;
-  static_assert(kOneInputOp<Op>, "pipe1 takes one-input ops without neighbour or aux operands");
+  static_assert(Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !kFlagOut<Op>,
+                "pipe1 takes one-input ops without neighbour or aux inputs (cummax/cummin: "
+                "int64 indices)");
   constexpr int L = PipeTile<T>::L, K = PipeTile<T>::K, TILE = PipeTile<T>::TILE;
   constexpr int WPB = kBlock / 32;
   const Op op{P.mode};
@@ -1610,6 +1723,15 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
     unravel(row, P.outer, c);
     const T* src = in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank);
     T* dst = static_cast<T*>(P.op[OUT].ptr) + dot(c, P.op[OUT].outer, P.outer.rank);
+    i64* aux = nullptr;  // cummax/cummin's indices: contiguous, rows on 16 bytes (the host's)
+    if constexpr (Op::kAuxOut) {
+      if (P.op[AUX].ptr != nullptr) {
+        aux = static_cast<i64*>(P.op[AUX].ptr) + dot(c, P.op[AUX].outer, P.outer.rank);
+        if (P.op[AUX].axis_stride != 1 || (P.mode & 4) != 0 ||
+            reinterpret_cast<unsigned long long>(aux) % 16 != 0)
+          __trap();
+      }
+    }
     S carry = P.carry != nullptr ? static_cast<const S*>(P.carry)[item] : op.identity();
     const i64 lq = q0 + (i64)lane * K;  // this lane's first scan position in tile 0
     const i64 nfull = (q1 - q0) / TILE;
@@ -1619,13 +1741,15 @@ __device__ __forceinline__ void scan_pipe_dir(const Params& P) {
 #pragma unroll
     for (int d = 0; d < kPipeDepth; ++d)
       if (d < nfull) load32(buf[d], px + d * step);
-    carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, nfull, n, carry, dst, reduce);
+    carry = pipe_tiles<T, A, Op, K, kRev>(op, buf, px, step, lq, nfull, n, carry, dst, aux,
+                                          reduce);
     if (q0 + nfull * TILE < q1) {  // the partial last tile
       const i64 qt = lq + nfull * TILE;
       const int valid = (int)max((i64)0, min((i64)K, q1 - qt));
       Raw32 cur;
       load_partial<T, K, kRev>(cur, src, px + nfull * step, qt, valid, n);
-      carry = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qt, valid, n, carry, dst, reduce);
+      carry = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qt, valid, n, carry, dst, aux,
+                                                  reduce);
     }
     if (reduce && lane == 0) static_cast<S*>(P.agg)[item] = carry;
   }
@@ -1655,10 +1779,6 @@ __device__ void scan_pipe(const Params& P) {
 // lane's first, or for lane 31 one element read with the tile; 1 past the row's end), and
 // the cummax backward one byte of winner flags a position (written by MaxFlagOp, read by
 // SegBwdOp: a lane's K bytes as two words of K / 2 bytes).
-template <class Op>
-constexpr bool kFlagOut = false;  // AUX takes one byte of winner flag a position
-template <typename A>
-constexpr bool kFlagOut<MaxFlagOp<A>> = true;
 
 template <class Op>
 __device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
@@ -1842,6 +1962,10 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
     // the outputs packed in place (whole vectors) or stored one by one (the run's end)
     Vec16<T> out[2];
     [[maybe_unused]] i64 pend = 0;  // cummax/cummin: the index of an even position
+    // ... whose pairs of indices, in whole tiles, the warp stores together (store_pairs)
+    constexpr bool kPairs = kWhole && Op::kAuxOut && !kFlagOut<Op>;
+    [[maybe_unused]] int4* slots = nullptr;
+    if constexpr (kPairs) slots = warp_pairs<K>();
     [[maybe_unused]] unsigned char fo[kFlagOut<Op> ? K : 1];  // winner flags, physical order
     int p = r0;
 #pragma unroll
@@ -1880,11 +2004,11 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
             if (k % 2 == 0) {
               pend = win;
             } else {  // scan positions k - 1, k: physical at + 1, at in reverse
-              const i64 lo = kRev ? win : pend, hi = kRev ? pend : win;
-              int4 pair;
-              memcpy(&pair.x, &lo, 8);
-              memcpy(&pair.z, &hi, 8);
-              store16(reinterpret_cast<int4*>(aux + (kRev ? at : at - 1)), pair);
+              const int4 pair = kRev ? idx_pair(win, pend) : idx_pair(pend, win);
+              if constexpr (kPairs)
+                slots[pair_slot<K>(kRev ? 31 - lane : lane, i / 2)] = pair;
+              else
+                store16(reinterpret_cast<int4*>(aux + (kRev ? at : at - 1)), pair);
             }
           } else {
             aux[at] = win;
@@ -1895,6 +2019,11 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
     }
     if (kWhole || valid == K) {
       const i64 ps = kRev ? total - qt - K : qt;
+      if constexpr (kPairs) {
+        if (P.op[AUX].ptr != nullptr)
+          store_pairs<K>(static_cast<i64*>(P.op[AUX].ptr) + __shfl_sync(kFull, ps, kRev ? 31 : 0),
+                         slots);
+      }
       if constexpr (kFlagOut<Op>) {
         seg_flags_store<T>(static_cast<unsigned char*>(P.op[AUX].ptr) + ps, fo);
       } else {
@@ -2346,7 +2475,8 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     if (partial) {
       Raw32 cur;
       load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
-      past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, true);
+      past_sum =
+          pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, nullptr, true);
     }
   } else if (partial) {
     __trap();  // the host's launch condition: whole rows
@@ -2402,7 +2532,7 @@ __device__ __forceinline__ void scan_coop_dir(const Params& P) {
     if (partial) {
       Raw32 cur;
       load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
-      pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, false);
+      pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, nullptr, false);
     }
   }
   carry = carry0;
@@ -2554,7 +2684,8 @@ __device__ __forceinline__ void scan_coop_rounds_dir(const Params& P) {
       if (partial) {
         Raw32 cur;
         load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
-        past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst, true);
+        past_sum = pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, past_sum, dst,
+                                                       nullptr, true);
       }
     } else if (partial) {
       __trap();  // the host's launch condition: whole rows
@@ -2622,7 +2753,7 @@ __device__ __forceinline__ void scan_coop_rounds_dir(const Params& P) {
       if (partial) {
         Raw32 cur;
         load_partial<T, K, kRev>(cur, src, pp, qp, valid, n);
-        pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, false);
+        pipe_tile<T, A, Op, K, kRev, false>(op, cur, qp, valid, n, carry, dst, nullptr, false);
       }
     }
     const bool more = r + 1 < rounds;
@@ -3285,10 +3416,10 @@ __device__ void scan_ring(const Params& P) {
 // one block's loads overlap the others' scans and look-backs. Without a cap the heavier ops
 // took up to 175 registers: one block, 8 warps, per SM. Caps chosen without spills (ptxas),
 // except where more warps measured faster despite spills to L1-cached local memory: cummax
-// rows (RMINB 4, 96-108 spilled bytes; H100 4096 x 8192: f32 252 vs 284 us, bf16 196 vs
-// 259), the logcumsumexp backward's rows (36-44 bytes; 180 vs 230 us, 173 vs 206) and the
-// fused cummax backward (4 vs 3: 214 vs 253 us). The cumprod backward stays at 3 (144 vs
-// 178 us at 4).
+// rows (RMINB 4, 96-108 spilled bytes then, 40-56 with the branch-free MaxOp; H100 4096 x
+// 8192: f32 252 vs 284 us, bf16 196 vs 259), the logcumsumexp backward's rows (36-44 bytes;
+// 180 vs 230 us, 173 vs 206) and the fused cummax backward (4 vs 3: 214 vs 253 us). The
+// cumprod backward stays at 3 (144 vs 178 us at 4).
 #define BC_LB_KERNEL(op, MINB) \
   extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(op)
 
@@ -3340,13 +3471,14 @@ __device__ void scan_ring(const Params& P) {
 
 // Pipelined warp rows (at most 64 registers so 4 blocks, 32 warps, fit on an SM), and
 // segmented tiles of short rows (at most 80: 3 blocks; under 64, the 2-byte types and
-// logcumsumexp spilled; the host's SEG_WARPS_PER_SM mirrors it; cummax's 2-byte kernel still
-// spills 96 bytes, and the host keeps it to rows of at most 128: SEG_MAX_LEN_OP).
+// logcumsumexp spilled; the host's SEG_WARPS_PER_SM mirrors it).
 #define BC_SCAN_SEG_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, 3)
-// The backward's segmented tiles: the cumprod and logcumsumexp backward read three inputs a
-// position (two blocks, at most 128 registers; the 2-byte cumprod backward spills 16 bytes),
-// as does the cummax backward's second pass in 2-byte types (72-80 bytes spilled at 80); the
-// host asks the driver how many blocks fit.
+// Two blocks, at most 128 registers, where 80 spilled: the backward's segmented tiles of the
+// cumprod and logcumsumexp backward (three inputs a position; the 2-byte cumprod backward
+// still spills 16 bytes), the cummax backward's second pass in 2-byte types (72-80 bytes
+// spilled at 80), and cummax/cummin's 2-byte kernel (K = 16 positions a lane, 93-114
+// registers: 88 bytes spilled at 80; on the H100, (2^20, 16) bf16 took 104.8 us at 3 blocks,
+// 84.6 at 2). The host asks the driver how many blocks fit.
 #define BC_SCAN_SEG_WIDE_ENTRY(name, OP, MINB) \
   BC_SCAN_BLOCK_ENTRY(name, OP, seg, scan_seg, 256, MINB)
 #define BC_SCAN_PIPE_ENTRY(name, OP)                      \
@@ -3432,7 +3564,8 @@ BC_SCAN_ROUNDS_ENTRY(prod, ProdOp)
 BC_SCAN_ROUNDS_ENTRY(lse, LseOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
-BC_SCAN_SEG_ENTRY(max, MaxOp)
+BC_SCAN_SEG_WIDE_ENTRY(max, MaxOp32, sizeof(BC_T) == 2 ? 2 : 3)
+BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1, scan_pipe, 256, sizeof(BC_T) == 2 ? 2 : 3)
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
