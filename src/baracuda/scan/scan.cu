@@ -536,8 +536,9 @@ __device__ __forceinline__ void store_pairs(i64* dst, int4* slots) {
 
 // cummax/cummin's AUX output of one thread's K positions (scan order k, physical pstart +
 // (kRev ? K - 1 - k : k) on the vector path): int64 winner indices, or (mode & 4) uint8
-// "own winner" flags; 16-byte (indices) or K-byte (flags) stores when contiguous and
-// aligned, else one element at a time.
+// "own winner" flags; indices stored by the whole warp (store_pairs) where `warp_vec` (kPairs:
+// rows1, rows8), else 16-byte (indices) or K-byte (flags) stores when contiguous and aligned,
+// else one element at a time.
 template <int K, bool kRev, bool kPairs>
 __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 qt, i64 q1,
                                                i64 pstart, bool vec, bool warp_vec,
@@ -545,18 +546,18 @@ __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 q
   const bool flags = (P.mode & 4) != 0;
   const i64 as = P.op[AUX].axis_stride;
   if constexpr (kPairs) {
-  if (warp_vec) {  // the whole warp: indices, contiguous and 16-byte aligned
-    int4* slots = warp_pairs<K>();
-    const int pl = kRev ? 31 - (threadIdx.x & 31) : (threadIdx.x & 31);
+    if (warp_vec) {  // the whole warp: indices, contiguous and 16-byte aligned
+      int4* slots = warp_pairs<K>();
+      const int pl = kRev ? 31 - (threadIdx.x & 31) : (threadIdx.x & 31);
 #pragma unroll
-    for (int c = 0; c < K / 2; ++c)
-      slots[pair_slot<K>(pl, c)] = idx_pair(win[kRev ? K - 1 - 2 * c : 2 * c],
-                                            win[kRev ? K - 2 - 2 * c : 2 * c + 1]);
-    store_pairs<K>(static_cast<i64*>(P.op[AUX].ptr) + abase +
-                       __shfl_sync(kFull, pstart, kRev ? 31 : 0),
-                   slots);
-    return;
-  }
+      for (int c = 0; c < K / 2; ++c)
+        slots[pair_slot<K>(pl, c)] = idx_pair(win[kRev ? K - 1 - 2 * c : 2 * c],
+                                              win[kRev ? K - 2 - 2 * c : 2 * c + 1]);
+      store_pairs<K>(static_cast<i64*>(P.op[AUX].ptr) + abase +
+                         __shfl_sync(kFull, pstart, kRev ? 31 : 0),
+                     slots);
+      return;
+    }
   }
   if (vec && as == 1) {
     const i64 off = abase + pstart;
@@ -1576,8 +1577,9 @@ __device__ __forceinline__ void load_partial(Raw32& cur, const T* src, const T* 
 }
 
 // Scans one tile (this lane: scan positions qt..qt+K-1, physical ones from `row`, the first
-// `valid` of them before the end) from `carry` and stores it unless `reduce`; returns the
-// carry after the tile. kFull: every lane's K positions lie before the end (valid == K).
+// `valid` of them before the end) from `carry` and stores it unless `reduce`, with cummax/
+// cummin's indices at `aux` (its row; none where null); returns the carry after the tile.
+// kFull: every lane's K positions lie before the end (valid == K).
 template <typename T, typename A, class Op, int K, bool kRev, bool kFull>
 __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& cur, i64 qt,
                                                     int valid, i64 n, typename Op::S carry, T* row,
