@@ -64,21 +64,25 @@ def cmd_compile(args: argparse.Namespace) -> int:
     jobs = [(s.name, e, a) for s in registered_sources() for e in s.elements for a in arches]
     t0 = time.perf_counter()
     workers = max(1, min(args.jobs, len(jobs)))
-    results: Iterable[tuple[str, str, str, int, float]]
     job = functools.partial(compile_job, syntax_only=args.syntax_only)  # picklable
+
+    def report(results: Iterable[tuple[str, str, str, int, float]]) -> None:
+        for i, (name, el, arch, size, secs) in enumerate(results, 1):
+            print(f"[{i:3d}/{len(jobs)}] {name:<28} {el:<5} {arch:<6} "
+                  f"{size / 1024:7.1f} KiB  {secs:5.2f} s")  # fmt: skip
+            sys.stdout.flush()
+
     if workers == 1:
-        results = map(job, jobs)
+        report(map(job, jobs))
     else:
-        # NVRTC is single-threaded: one process per program; the cache takes concurrent writers
+        # NVRTC is single-threaded: one process per program; the cache takes concurrent writers.
+        # The pool is shut down here, not at interpreter exit: there its wake-up pipe may be
+        # closed first ("Exception ignored ... Bad file descriptor" in a CI run).
         import concurrent.futures as cf
         import multiprocessing as mp
 
-        pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
-        results = pool.map(job, jobs)
-    for i, (name, el, arch, size, secs) in enumerate(results, 1):
-        print(f"[{i:3d}/{len(jobs)}] {name:<28} {el:<5} {arch:<6} "
-              f"{size / 1024:7.1f} KiB  {secs:5.2f} s")  # fmt: skip
-        sys.stdout.flush()
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+            report(pool.map(job, jobs))
     what = "checked (NVRTC's front end)" if args.syntax_only else "compiled"
     print(f"{what} {len(jobs)} programs in {time.perf_counter() - t0:.1f} s")
     return 0
