@@ -176,8 +176,12 @@ struct MaxFlagOp {
   __device__ A out_value(S inc, S, const A*, A, unsigned char) const {
     return max_key(mode, inc);
   }
+  // whether scan position q of its row (exclusive state exc, inputs v) is its own winner
+  __device__ bool own(S exc, const A* v, i64 q) const {
+    return q == 0 || key_wins(mode, max_key(mode, v[0]), exc);
+  }
   __device__ i64 winner(S, S exc, const A* v, i64 q, i64 p) const {
-    return q == 0 || key_wins(mode, max_key(mode, v[0]), exc) ? p : -1;
+    return own(exc, v, q) ? p : -1;
   }
 };
 
@@ -1993,7 +1997,7 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
             dst[at] = out_v;
         }
         if constexpr (kFlagOut<Op>) {  // the cummax backward's first pass: winner flags
-          const unsigned char own = op.winner(w, e, v, p, phys) == phys;
+          const unsigned char own = op.own(e, v, p);
           if (kWhole || valid == K)
             fo[i] = own;
           else
