@@ -540,10 +540,11 @@ __device__ __forceinline__ void store_pairs(i64* dst, int4* slots) {
 
 // cummax/cummin's AUX output of one thread's K positions (scan order k, physical pstart +
 // (kRev ? K - 1 - k : k) on the vector path): int64 winner indices, or (mode & 4) uint8
-// "own winner" flags; indices stored by the whole warp (store_pairs) where `warp_vec` (kPairs:
-// rows1, rows8), else 16-byte (indices) or K-byte (flags) stores when contiguous and aligned,
-// else one element at a time.
-template <int K, bool kRev, bool kPairs>
+// "own winner" flags (kOwn: `win` holds them, 1 or 0, else they are win == the position);
+// indices stored by the whole warp (store_pairs) where `warp_vec` (kPairs: rows1, rows8),
+// else 16-byte (indices) or K-byte (flags) stores when contiguous and aligned, else one
+// element at a time.
+template <int K, bool kRev, bool kPairs, bool kOwn>
 __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 qt, i64 q1,
                                                i64 pstart, bool vec, bool warp_vec,
                                                const i64 (&win)[K]) {
@@ -569,7 +570,8 @@ __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 q
       unsigned char b[K];
 #pragma unroll
       for (int k = 0; k < K; ++k)
-        b[kRev ? K - 1 - k : k] = win[k] == (kRev ? P.n - 1 - (qt + k) : qt + k);
+        b[kRev ? K - 1 - k : k] =
+            kOwn ? (unsigned char)win[k] : win[k] == (kRev ? P.n - 1 - (qt + k) : qt + k);
       unsigned char* dst = static_cast<unsigned char*>(P.op[AUX].ptr) + off;
       if constexpr (K == 16) {
         uint4 w;
@@ -605,7 +607,10 @@ __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 q
   for (int k = 0; k < K; ++k) {
     if (qt + k < q1) {
       const i64 p = kRev ? P.n - 1 - (qt + k) : qt + k;
-      store_aux_at(P, abase + p * as, p, win[k]);
+      if constexpr (kOwn)
+        static_cast<unsigned char*>(P.op[AUX].ptr)[abase + p * as] = (unsigned char)win[k];
+      else
+        store_aux_at(P, abase + p * as, p, win[k]);
     }
   }
 }
@@ -720,7 +725,7 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
     }
   }
   A res[K];
-  i64 win[K];  // cummax/cummin: physical index of each running winner
+  i64 win[K];  // cummax/cummin: physical index of each running winner (the flags: own or not)
   if constexpr (kRunOp<Op>) {
     // the thread's run, joined across the group; `scratch` holds GW runs
     typedef typename Op::Run Run;
@@ -760,13 +765,17 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
 #pragma unroll
       for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
       res[k] = op.out_value(inc, prev, vk, nb[k], fl[k]);
-      if constexpr (Op::kAuxOut) win[k] = op.winner(inc, prev, vk, qt + k, phys(P, qt + k));
+      if constexpr (kFlagOut<Op>)  // 1 where the position is its own winner
+        win[k] = op.own(prev, vk, qt + k);
+      else if constexpr (Op::kAuxOut)
+        win[k] = op.winner(inc, prev, vk, qt + k, phys(P, qt + k));
       prev = inc;
     }
   }
   if constexpr (Op::kAuxOut) {
     if (P.op[AUX].ptr != nullptr)
-      rows_store_aux<K, kRev, kPairs>(P, base[AUX], qt, q1, pstart, vec, warp_vec, win);
+      rows_store_aux<K, kRev, kPairs, kFlagOut<Op>>(P, base[AUX], qt, q1, pstart, vec, warp_vec,
+                                                    win);
   }
   if (P.op[OUT].ptr != nullptr) {
     T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
