@@ -894,19 +894,26 @@ def slot(view: TensorView | None) -> Slot | None:
     return None if view is None else Slot(view.ptr, view.strides)
 
 
+def _vector_rows(ptr: int, axis_stride: int, oshape: Sequence[int], ostrides: Sequence[int],
+                 itemsize: int) -> bool:  # fmt: skip
+    """Whether an operand of ``itemsize``-byte elements at ``ptr`` (rows of outer shape
+    ``oshape``, outer strides ``ostrides``) is contiguous along the axis with every row
+    starting on 16 bytes: 16-byte vectors along each row (``_params``' vec, ``_pipe_aux``)."""
+    lanes = 16 // itemsize
+    rows_aligned = all(s % lanes == 0 for d, s in zip(oshape, ostrides, strict=True) if d > 1)
+    return ptr % 16 == 0 and axis_stride == 1 and rows_aligned
+
+
 def _pipe_aux(shape: tuple[int, ...], axis: int, aux: Slot | None, mode: int) -> bool:
     """pipe1's condition on cummax/cummin's AUX operand (PIPE_AUX_OPS): none, or int64
-    indices (``mode`` bit 2 clear) contiguous along the axis, every row starting on 16 bytes,
-    in rows shorter than 2^31 (scan.cu, MaxOp32)."""
+    indices (``mode`` bit 2 clear) on 16-byte vectors along each row (``_vector_rows``), in
+    rows shorter than 2^31 (scan.cu, MaxOp32)."""
     if shape[axis] >= 2**31:
         return False
     if aux is None:
         return True
-    if mode & 4 or aux.ptr % 16:
-        return False
     oshape, ostrides, _, axis_strides = split_axis(shape, [aux.strides], axis)
-    return axis_strides[0] == 1 and all(
-        s % 2 == 0 for d, s in zip(oshape, ostrides[0], strict=True) if d > 1)
+    return not mode & 4 and _vector_rows(aux.ptr, axis_strides[0], oshape, ostrides[0], 8)
 
 
 def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
@@ -927,18 +934,13 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
         params.op[i].ptr = o.ptr
         params.op[i].axis_stride = axis_strides[k]
         params.op[i].outer = strides_arg(ostrides[k])
-    lanes = 16 // itemsize
-    params.vec = int(
-        layout == "rows"
-        and all(
-            operands[i] is not None
-            and operands[i].ptr % 16 == 0  # type: ignore[union-attr]
-            and axis_strides[used.index(i)] == 1
-            and all(s % lanes == 0 for d, s in zip(oshape, ostrides[used.index(i)], strict=True)
-                    if d > 1)
-            for i in vec_slots
-        )
-    )
+    vec = layout == "rows"
+    for i in vec_slots:
+        o = operands[i]
+        k = used.index(i) if o is not None else -1
+        vec = vec and o is not None and _vector_rows(o.ptr, axis_strides[k], oshape, ostrides[k],
+                                                     itemsize)  # fmt: skip
+    params.vec = int(vec)
     params.rows = numel(shape) // shape[axis]
     params.n = shape[axis]
     params.reverse, params.mode = int(reverse), mode
