@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -491,7 +493,9 @@ class _LaunchLog:
     def launch(self, fn: str, grid: object, block: int, smem: int, stream: object,
                args: list[object], name: str = "", *, dependent: bool = False,
                cooperative: bool = False) -> None:  # fmt: skip
-        vals = tuple(getattr(a, "value", None) for a in args)
+        # scalars: ctypes scalars, or 8 bytes of a prepared launch (scan_zero's arguments)
+        vals = tuple(int.from_bytes(bytes(a), "little") if isinstance(a, ctypes.Array)
+                     and len(a) == 8 else getattr(a, "value", None) for a in args)  # fmt: skip
         self.calls.append((fn, vals, dependent))
 
     def memset(self, ptr: int, nbytes: int, stream: object) -> None:
@@ -1210,3 +1214,103 @@ def test_scratch_pool_one_per_device_and_its_threshold(pool_driver: _PoolDriver)
     for bad in (-1, 1.5, True, "64"):
         with pytest.raises(InvalidProblem, match=r"set_scratch_keep: nbytes must be an int >= 0"):
             Workspace.set_scratch_keep(bad)  # type: ignore[arg-type]
+
+
+def test_bound_steps_replay_a_plan_run_for_other_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The functional API's prepared launches (``capturing``, ``bind_steps``): the steps of a
+    run, their pointers bound to the call's arrays and workspace, enqueue for other arrays and
+    another workspace exactly what launch_scan (and the fused cummax backward, flags in the
+    workspace) enqueue for those addresses; they are refused where two arrays share an
+    address, or an operand is neither an array nor in the workspace."""
+    from baracuda._cuda.device import DeviceInfo
+    from baracuda.scan import _kernels as K
+
+    info = DeviceInfo(0, "H100", "sm_90", 132, 232448, 50 * 2**20, True)
+    monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    mod = _FakeModule(1)
+    mod.arch = "sm_90"  # type: ignore[attr-defined]
+    mod.function = lambda name, smem=0: f"fn:{name}"  # type: ignore[attr-defined]
+    log: list[tuple[object, ...]] = []
+
+    def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
+            args: list[object], name: str = "", *, dependent: bool = False,
+            cooperative: bool = False) -> None:  # fmt: skip
+        log.append((fn, grid, block, smem, name, dependent, cooperative,
+                    tuple(bytes(a) for a in args)))  # type: ignore[call-overload]  # fmt: skip
+
+    monkeypatch.setattr(K, "launch", spy)
+    monkeypatch.setattr(K, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
+    offset, ws_bytes = 4096, 1 << 20  # the states after 4 KiB of the workspace (the flags')
+    for lookback in (True, False):
+        monkeypatch.setattr(K, "LOOKBACK", lookback)
+        for shape, axis, strides in (((64, 1024), 1, (1024, 1)), ((2, 2**23), 1, (2**23, 1)),
+                                     ((2**20, 2), 0, (2, 1)), ((3, 50001), 1, (50001, 1)),
+                                     ((300, 65), 0, (65, 1)), ((7, 5), 0, (1, 7))):  # fmt: skip
+            layout = "rows" if strides[axis] == 1 else "cols"
+            kw = dict(reverse=False, mode=0, vec_slots=(0, 3), itemsize=4, layout=layout,
+                      sm_count=132, lines=mod)  # fmt: skip
+
+            def direct(x: int, y: int, ws: int) -> list[tuple[object, ...]]:
+                log.clear()
+                K.launch_scan(mod, "sum", None, shape, axis, states_ptr=ws + offset,  # type: ignore[arg-type]
+                              operands=[Slot(x, strides), None, None, Slot(y, strides), None],
+                              **kw)  # type: ignore[arg-type]  # fmt: skip
+                return list(log)
+
+            cache = K.LaunchCache()
+            for _ in range(2):  # recorded, then replayed: both captured
+                with K.capturing() as cap:
+                    cache.launch_scan(mod, "sum", None, shape, axis,  # type: ignore[arg-type]
+                                      operands=[Slot(1 << 30, strides), None, None,
+                                                Slot(1 << 31, strides), None],
+                                      workspace=Workspace(1 << 20, ws_bytes, None),
+                                      offset=offset, **kw)  # type: ignore[arg-type]  # fmt: skip
+                bound = K.bind_steps(cap, (1 << 30, 1 << 31, 0), ws_bytes)
+                assert bound is not None
+                steps, uses = bound
+                log.clear()
+                for st in steps:
+                    st.enqueue(0, (3 << 30, 5 << 30, 0), 7 << 20)
+                got = list(log)
+                assert got == direct(3 << 30, 5 << 30, 7 << 20), (shape, axis)
+                assert uses == any(e[0] == "memset" or e[0] == "fn:scan_zero" or
+                                   (7 << 20) + offset in _words(e) for e in got)  # fmt: skip
+            assert K.bind_steps(cap, (1 << 30, 1 << 30, 0), ws_bytes) is None  # shared
+            assert K.bind_steps(cap, (1 << 29, 1 << 31, 0), ws_bytes) is None  # x unknown
+    # the fused cummax backward: the flags are the workspace's first bytes
+    shape, st = (4096, 32), (32, 1)
+    flags = K.flag_strides(shape, 1, "rows")
+    kw2 = dict(reverse=False, mode=1, layout="rows", itemsize=4, sm_count=132)
+
+    def direct_max(dy: int, x: int, dx: int, ws: int) -> list[tuple[object, ...]]:
+        log.clear()
+        K.launch_max_backward(mod, None, shape, 1, dy=Slot(dy, st), x=Slot(x, st),  # type: ignore[arg-type]
+                              dx=Slot(dx, st), flags=Slot(ws, flags), **kw2)  # type: ignore[arg-type]  # fmt: skip
+        return list(log)
+
+    monkeypatch.setattr(K, "SEG_ROWS", False)  # the fused kernel, not the two segmented passes
+    assert direct_max(1 << 30, 2 << 30, 3 << 30, 1 << 20)
+    cache = K.LaunchCache()
+    for _ in range(2):
+        with K.capturing() as cap:
+            v = cache.launch_max_backward(mod, None, shape, 1, dy=Slot(1 << 30, st),  # type: ignore[arg-type]
+                                          x=Slot(2 << 30, st), dx=Slot(3 << 30, st),
+                                          flags=Slot(1 << 20, flags),
+                                          workspace=Workspace(1 << 20, ws_bytes, None),
+                                          **kw2)  # type: ignore[arg-type]  # fmt: skip
+        assert v == "max_bwd_rows" and len(cache._recipes) == 1
+        bound = K.bind_steps(cap, (1 << 30, 3 << 30, 2 << 30, 0), ws_bytes)
+        assert bound is not None and bound[1]  # the flags are in the workspace
+        log.clear()
+        for s in bound[0]:
+            s.enqueue(0, (5 << 30, 6 << 30, 4 << 30, 0), 9 << 20)
+        got = list(log)
+        assert got == direct_max(5 << 30, 4 << 30, 6 << 30, 9 << 20)
+
+
+def _words(entry: tuple[object, ...]) -> set[int]:
+    """Every 8-byte word of a logged launch's arguments."""
+    args = entry[-1]
+    if not isinstance(args, tuple):
+        return set()
+    return {int.from_bytes(a[i:i + 8], "little") for a in args for i in range(0, len(a) - 7, 8)}

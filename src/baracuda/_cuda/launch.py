@@ -18,6 +18,7 @@ from baracuda._cuda.stream import Stream
 
 __all__ = [
     "launch",
+    "launch_raw",
     "launch_packed",
     "memset_zero",
     "dependent_launches",
@@ -34,14 +35,15 @@ def launch(
     grid: tuple[int, int, int],
     block: int,
     shared_bytes: int,
-    stream: Stream,
+    stream: Stream | int,
     args: Sequence[Any],
     name: str = "kernel",
     *,
     dependent: bool = False,
     cooperative: bool = False,
 ) -> None:
-    """Enqueue ``function`` on ``stream``. ``args`` are ctypes scalars or structures, in order.
+    """Enqueue ``function`` on ``stream`` (a ``Stream``, or a raw handle). ``args`` are ctypes
+    scalars, structures or arrays, in order.
 
     ``dependent``: a programmatic dependent launch (sm_90 and later; the caller checks): the
     kernel may start while the stream's previous kernel drains, so it must execute
@@ -51,32 +53,52 @@ def launch(
     (``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE``; the caller sizes the grid by occupancy), so
     the kernel may synchronise its whole grid (``bc::grid_arrive`` / ``bc::grid_wait``,
     common.cuh)."""
-    pointers = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+    pointers = _pointers(len(args))(*map(ctypes.addressof, args))
+    launch_raw(function, grid, block, shared_bytes, _cu(stream), ctypes.addressof(pointers),
+               name, dependent=dependent, cooperative=cooperative)  # fmt: skip
+
+
+@functools.cache
+def _pointers(n: int) -> Any:
+    """The ctypes type of ``n`` argument addresses (``void*[n]``), made once."""
+    return ctypes.c_void_p * n
+
+
+def _cu(stream: Stream | int) -> Any:
+    """What the driver's calls take as a stream: a ``Stream``'s ``CUstream``, or a raw
+    handle as it is."""
+    return stream.cu if isinstance(stream, Stream) else stream
+
+
+def launch_raw(
+    function: Any,
+    grid: tuple[int, int, int],
+    block: int,
+    shared_bytes: int,
+    stream: Any,
+    kernel_params: int,
+    name: str = "kernel",
+    *,
+    dependent: bool = False,
+    cooperative: bool = False,
+) -> None:
+    """``launch`` at its lowest level: ``stream`` a ``CUstream`` (or a raw handle) and
+    ``kernel_params`` the address of the ``void*`` array of the arguments' addresses (read
+    by the driver during the call). For paths that enqueue prepared arguments on every call
+    (``baracuda.scan._kernels``' launch recipes)."""
     if dependent or cooperative:
         cfg = _configs.get(dependent, cooperative)
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX = block
         cfg.sharedMemBytes = shared_bytes
-        cfg.hStream = stream.cu
-        check(driver().cuLaunchKernelEx(cfg, function, ctypes.addressof(pointers), 0),
+        cfg.hStream = stream if not isinstance(stream, int) else driver().CUstream(stream)
+        check(driver().cuLaunchKernelEx(cfg, function, kernel_params, 0),
               f"cuLaunchKernelEx({name})")  # fmt: skip
         return
-    check(
-        driver().cuLaunchKernel(
-            function,
-            grid[0],
-            grid[1],
-            grid[2],
-            block,
-            1,
-            1,
-            shared_bytes,
-            stream.cu,
-            ctypes.addressof(pointers),
-            0,
-        ),
-        f"cuLaunchKernel({name})",
-    )
+    (err,) = driver().cuLaunchKernel(function, grid[0], grid[1], grid[2], block, 1, 1,
+                                     shared_bytes, stream, kernel_params, 0)  # fmt: skip
+    if err:
+        check(err, f"cuLaunchKernel({name})")
 
 
 class _Configs(threading.local):
@@ -182,9 +204,10 @@ def launch_packed(
     )  # fmt: skip
 
 
-def memset_zero(ptr: int, nbytes: int, stream: Stream) -> None:
-    """Enqueue zeroing ``nbytes`` (a multiple of 4) at device address ``ptr`` (4-byte aligned)."""
+def memset_zero(ptr: int, nbytes: int, stream: Stream | int) -> None:
+    """Enqueue zeroing ``nbytes`` (a multiple of 4) at device address ``ptr`` (4-byte aligned)
+    on ``stream`` (a ``Stream``, or a raw handle)."""
     if nbytes <= 0:
         return
     assert nbytes % 4 == 0 and ptr % 4 == 0
-    check(driver().cuMemsetD32Async(ptr, 0, nbytes // 4, stream.cu), "cuMemsetD32Async")
+    check(driver().cuMemsetD32Async(ptr, 0, nbytes // 4, _cu(stream)), "cuMemsetD32Async")

@@ -29,10 +29,14 @@ launches.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
+import operator
 import struct
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, overload
 
 from baracuda._cuda import launch as _launch_module
@@ -88,6 +92,10 @@ __all__ = [
     "CoopSplit",
     "coop_split",
     "launch_max_backward",
+    "LaunchCache",
+    "capturing",
+    "bind_steps",
+    "switch_values",
 ]
 
 OPS = ("sum", "prod", "max", "lse", "prod_bwd", "lse_bwd", "seg_bwd", "maxflag")
@@ -952,7 +960,9 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
 # direction, mode, layout), the operands' strides and 16-byte alignment, whether there is a
 # workspace, and the switches above; not on the addresses otherwise. A plan keeps what it
 # enqueued for each of those (LaunchCache) and enqueues it again with the new addresses, which
-# skips the layout logic and the kernel parameters' construction on the per-call path.
+# skips the layout logic and the kernel parameters' construction on the per-call path. The
+# functional API goes one step further (``capturing``, ``bind_steps``): the steps of a whole
+# plan run, their pointers patched from the call's arrays and workspace.
 
 _U64 = struct.Struct("@Q")
 _OP_PTR = tuple(Params.op.offset + i * ctypes.sizeof(Operand) + Operand.ptr.offset
@@ -962,78 +972,102 @@ _STATE_PTR = (Params.carry.offset, Params.agg.offset, Params.lb.offset)
 
 @dataclass(frozen=True, slots=True)
 class _Step:
-    """One enqueued operation: a kernel of Params (``params`` its bytes, with the byte offsets
-    of the operands' pointers and of the workspace pointers (offset, delta from the
-    workspace)), or the zeroing of ``count`` words of the workspace (``params`` None): by the
-    zeroing kernel ``fn``, or a memset (``fn`` None)."""
+    """One enqueued operation, to enqueue again with other addresses: a kernel of ``args``
+    (each argument's bytes: a Params, or scan_zero's pointer and count), whose pointers are
+    patched at each enqueue: ``ops`` (argument, byte offset, index into the pointers given),
+    ``states`` (argument, byte offset, delta from the base address given); or, ``fn`` None,
+    a memset of ``count`` words at the base address plus ``at``."""
 
     fn: Any
     grid: tuple[int, int, int]
     block: int
     smem: int
     name: str
-    params: bytes | None
-    count: int
-    ops: tuple[tuple[int, int], ...]
-    states: tuple[tuple[int, int], ...]
+    args: tuple[bytes, ...]
+    ops: tuple[tuple[int, int, int], ...]
+    states: tuple[tuple[int, int, int], ...]
     dependent: bool
     cooperative: bool
+    count: int = 0
+    at: int = 0
 
-    def replay(self, stream: Stream, operands: Sequence[Slot | None], states_ptr: int) -> None:
+    def enqueue(self, stream: Stream | int, ptrs: Sequence[int], base: int) -> None:
+        """Enqueue on ``stream`` (a ``Stream`` or a raw handle) with the pointers ``ptrs``
+        and the base address ``base`` (the workspace, or the launch's states)."""
         if self.fn is None:
-            memset_zero(states_ptr, 4 * self.count, stream)
+            memset_zero(base + self.at, 4 * self.count, stream)
             return
-        if self.params is None:
-            args: list[Any] = [ctypes.c_uint64(states_ptr), ctypes.c_int64(self.count)]
-            launch(self.fn, self.grid, self.block, 0, stream, args, self.name)
-            return
-        buf = bytearray(self.params)
-        for off, i in self.ops:
-            _U64.pack_into(buf, off, operands[i].ptr)  # type: ignore[union-attr]
-        for off, delta in self.states:
-            _U64.pack_into(buf, off, states_ptr + delta)
-        launch(self.fn, self.grid, self.block, self.smem, stream, [Params.from_buffer(buf)],
-               self.name, dependent=self.dependent, cooperative=self.cooperative)  # fmt: skip
+        bufs = [_char_array(len(a)).from_buffer_copy(a) for a in self.args]
+        for k, off, i in self.ops:
+            _U64.pack_into(bufs[k], off, ptrs[i])
+        for k, off, delta in self.states:
+            _U64.pack_into(bufs[k], off, base + delta)
+        launch(self.fn, self.grid, self.block, self.smem, stream, bufs, self.name,
+               dependent=self.dependent, cooperative=self.cooperative)  # fmt: skip
+
+    @property
+    def uses_base(self) -> bool:
+        return self.fn is None or bool(self.states)
+
+
+@functools.cache
+def _char_array(nbytes: int) -> Any:
+    """The ctypes array type of ``nbytes`` bytes (made once: a prepared launch's argument)."""
+    return ctypes.c_char * nbytes
 
 
 class Recorder:
-    """The steps one launch_scan call enqueued, for the operands and workspace it was given."""
+    """The steps one launch enqueued, for the operands' pointers ``ptrs`` and the states at
+    ``states_ptr`` it was given; ``srcs``: the index into ``ptrs`` of each of the five
+    operands of a kernel of one Params (None: unused)."""
 
-    __slots__ = ("operands", "states_ptr", "steps")
+    __slots__ = ("ptrs", "srcs", "states_ptr", "steps")
 
-    def __init__(self, operands: Sequence[Slot | None], states_ptr: int) -> None:
-        self.operands = operands
+    def __init__(self, ptrs: Sequence[int], states_ptr: int,
+                 srcs: Sequence[int | None] = ()) -> None:  # fmt: skip
+        self.ptrs = tuple(ptrs)
+        self.srcs = tuple(srcs)
         self.states_ptr = states_ptr
         self.steps: list[_Step] = []
 
-    def kernel(self, fn: Any, grid: tuple[int, int, int], block: int, smem: int, params: Params,
-               name: str, dependent: bool, cooperative: bool) -> None:  # fmt: skip
-        ops = tuple((_OP_PTR[i], i) for i, o in enumerate(self.operands) if o is not None)
-        raw = bytes(params)
-        states = []
-        for off in _STATE_PTR:
-            v = _U64.unpack_from(raw, off)[0]
-            if v:
-                states.append((off, v - self.states_ptr))
-        self.steps.append(_Step(fn, grid, block, smem, name, raw, 0, ops, tuple(states),
-                                dependent, cooperative))  # fmt: skip
+    def kernel(self, fn: Any, grid: tuple[int, int, int], block: int, smem: int,
+               args: Sequence[tuple[Params, Sequence[int | None]]], name: str, dependent: bool,
+               cooperative: bool) -> None:  # fmt: skip
+        """A kernel of Params ``args``, each with the index into ``ptrs`` of each of its five
+        operands (None: unused)."""
+        ops, states, raws = [], [], []
+        for k, (params, srcs) in enumerate(args):
+            raw = bytes(params)
+            raws.append(raw)
+            ops += [(k, _OP_PTR[i], j) for i, j in enumerate(srcs) if j is not None]
+            for off in _STATE_PTR:
+                v = _U64.unpack_from(raw, off)[0]
+                if v:
+                    states.append((k, off, v - self.states_ptr))
+        self.steps.append(_Step(fn, grid, block, smem, name, tuple(raws), tuple(ops),
+                                tuple(states), dependent, cooperative))  # fmt: skip
 
 
 def _enqueue(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], block: int, smem: int,
              stream: Stream, params: Params, name: str, *, dependent: bool = False,
              cooperative: bool = False) -> None:  # fmt: skip
+    """Launch a kernel of one Params (its operands those of ``rec``) and record it."""
     launch(fn, grid, block, smem, stream, [params], name, dependent=dependent,
            cooperative=cooperative)  # fmt: skip
     if rec is not None:
-        rec.kernel(fn, grid, block, smem, params, name, dependent, cooperative)
+        rec.kernel(fn, grid, block, smem, [(params, rec.srcs)], name, dependent, cooperative)
 
 
 def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Stream,
           states_ptr: int, words: int) -> None:  # fmt: skip
     """Zero ``words`` words of the workspace: with the zeroing kernel ``fn``, or (``fn``
     None) a memset."""
-    step = _Step(fn, grid, BLOCK, 0, "scan_zero", None, words, (), (), False, False)
-    step.replay(stream, (), states_ptr)
+    if fn is None:
+        step = _Step(None, grid, BLOCK, 0, "memset", (), (), (), False, False, words, 0)
+    else:  # scan_zero(unsigned* p, i64 words)
+        step = _Step(fn, grid, BLOCK, 0, "scan_zero",
+                     (bytes(8), _U64.pack(words)), (), ((0, 0, 0),), False, False)  # fmt: skip
+    step.enqueue(stream, (), states_ptr)
     if rec is not None:
         rec.steps.append(step)
 
@@ -1057,26 +1091,110 @@ _FIXED = (
     "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
+_switch_get = operator.itemgetter(*_SWITCHES)
+_GLOBALS = globals()
 
 
-def _switch_values() -> tuple[object, ...]:
-    g = globals()
+def switch_values() -> tuple[object, ...]:
+    """The switches' values now (a recipe recorded under other values is not replayed)."""
     # WARP_ROWS_PER_SM_OP (a dict) by identity: replaced, never changed in place
-    return (*map(g.__getitem__, _SWITCHES), id(WARP_ROWS_PER_SM_OP),
-            _launch_module.DEPENDENT_LAUNCH)  # fmt: skip
+    return (*_switch_get(_GLOBALS), id(WARP_ROWS_PER_SM_OP), _launch_module.DEPENDENT_LAUNCH)
+
+
+# The recipes a plan run on this thread replayed or recorded, while ``capturing``: each
+# (steps, operands' pointers, states pointer, workspace address or 0 where not allocated).
+Captured = list[tuple[tuple[_Step, ...], tuple[int, ...], int, int]]
+_capture = threading.local()
+
+
+@contextlib.contextmanager
+def capturing() -> Iterator[Captured]:
+    """Collect every recipe replayed or recorded on this thread inside the block (for
+    ``bind_steps``)."""
+    prev = getattr(_capture, "list", None)
+    out: Captured = []
+    _capture.list = out
+    try:
+        yield out
+    finally:
+        _capture.list = prev
+
+
+def _captured(steps: tuple[_Step, ...], ptrs: tuple[int, ...], states_ptr: int,
+              workspace: Workspace) -> None:  # fmt: skip
+    cap = getattr(_capture, "list", None)
+    if cap is not None:
+        cap.append((steps, ptrs, states_ptr, workspace.ptr if workspace.allocated else 0))
+
+
+def bind_steps(captured: Captured, arrays: Sequence[int],
+               ws_bytes: int) -> tuple[tuple[_Step, ...], bool] | None:  # fmt: skip
+    """The steps of ``captured`` with their pointers taken from the addresses of a plan's
+    arrays (``arrays``, in the order given, 0 for an absent one) and of its workspace (the
+    base address given to ``_Step.enqueue``), and whether they use the workspace; None where
+    an operand is neither (or two arrays share an address, so that which one it was is not
+    known)."""
+    given = [a for a in arrays if a]
+    if len(set(given)) != len(given):
+        return None
+    out: list[_Step] = []
+    for steps, ptrs, states_ptr, ws in captured:
+        for st in steps:
+            ops, states = [], []
+            for k, off, i in st.ops:
+                p = ptrs[i]
+                if p and p in given:
+                    ops.append((k, off, arrays.index(p)))
+                elif ws and ws <= p < ws + ws_bytes:
+                    states.append((k, off, p - ws))
+                else:
+                    return None
+            if st.uses_base and not ws:
+                return None
+            states += [(k, off, states_ptr - ws + d) for k, off, d in st.states]
+            out.append(replace(st, ops=tuple(ops), states=tuple(states),
+                               at=st.at + (states_ptr - ws if st.fn is None else 0)))  # fmt: skip
+    return tuple(out), any(st.uses_base for st in out)
 
 
 class LaunchCache:
-    """A plan's recipes: what ``launch_scan`` enqueued for each (call site, operands' strides
-    and alignment, workspace or none, switches), enqueued again with the new addresses. At most
-    ``limit`` recipes (all dropped when full). A replay reads the workspace's address only
-    where the recipe uses the workspace (a functional call's scratch is then never
-    allocated)."""
+    """A plan's recipes: what ``launch_scan`` (or ``launch_max_backward``) enqueued for each
+    (call site, operands' strides and alignment, workspace or none, switches), enqueued again
+    with the new addresses. At most ``limit`` recipes (all dropped when full). A replay reads
+    the workspace's address only where the recipe uses the workspace (a functional call's
+    scratch is then never allocated)."""
 
     def __init__(self, limit: int = 64) -> None:
         # key -> (variant, steps, whether a step uses the workspace)
-        self._recipes: dict[tuple[object, ...], tuple[str, tuple[_Step, ...], bool]] = {}
+        self._recipes: dict[tuple[object, ...], tuple[str | None, tuple[_Step, ...], bool]] = {}
         self._limit = limit
+
+    def _run(self, key: tuple[object, ...], stream: Stream, operands: Sequence[Slot | None],
+             workspace: Workspace, offset: int,
+             record: Callable[[int, Recorder], str | None]) -> str | None:  # fmt: skip
+        """Replay the recipe of ``key``, or run ``record(states_ptr, recorder)`` and keep what
+        it enqueued; the variant run."""
+        key = (*key, tuple(None if o is None else (o.ptr & 15, o.strides) for o in operands),
+               offset & 15, workspace.nbytes == 0, switch_values())  # fmt: skip
+        ptrs = tuple(0 if o is None else o.ptr for o in operands)
+        hit = self._recipes.get(key)
+        if hit is not None:
+            variant, steps, uses = hit
+            states_ptr = workspace.ptr + offset if uses else 0
+            for step in steps:
+                step.enqueue(stream, ptrs, states_ptr)
+            _captured(steps, ptrs, states_ptr, workspace)
+            return variant
+        states_ptr = workspace.ptr + offset
+        rec = Recorder(ptrs, states_ptr, [None if o is None else i for i, o in enumerate(operands)])
+        variant = record(states_ptr, rec)
+        if len(self._recipes) >= self._limit:
+            self._recipes.clear()
+        uses = any(step.uses_base for step in rec.steps)
+        steps = tuple(rec.steps)
+        self._recipes[key] = (variant, steps, uses)
+        _captured(steps, ptrs, states_ptr, workspace)
+        return variant
 
     def launch_scan(self, module: LoadedModule, op: str, stream: Stream,
                     shape: tuple[int, ...], axis: int, *, reverse: bool, mode: int,
@@ -1087,27 +1205,31 @@ class LaunchCache:
         ``itemsize``, ``sm_count`` and ``lines`` the plan's own, the same at every call), its
         states at ``offset`` bytes into ``workspace`` (256-byte aligned, as ``Plan.run``
         checks, or none)."""
-        key = (op, reverse, mode, tuple(vec_slots), layout,
-               tuple(None if o is None else (o.ptr & 15, o.strides) for o in operands),
-               offset & 15, workspace.nbytes == 0, _switch_values())  # fmt: skip
-        hit = self._recipes.get(key)
-        if hit is not None:
-            variant, steps, uses = hit
-            states_ptr = workspace.ptr + offset if uses else 0
-            for step in steps:
-                step.replay(stream, operands, states_ptr)
-            return variant
-        states_ptr = workspace.ptr + offset
-        rec = Recorder(operands, states_ptr)
-        variant = launch_scan(module, op, stream, shape, axis, reverse=reverse, mode=mode,
-                              operands=operands, vec_slots=vec_slots, itemsize=itemsize,
-                              layout=layout, sm_count=sm_count, states_ptr=states_ptr,
-                              lines=lines, rec=rec)  # fmt: skip
-        if len(self._recipes) >= self._limit:
-            self._recipes.clear()
-        uses = any(step.states or step.params is None for step in rec.steps)
-        self._recipes[key] = (variant, tuple(rec.steps), uses)
+
+        def record(states_ptr: int, rec: Recorder) -> str:
+            return launch_scan(module, op, stream, shape, axis, reverse=reverse, mode=mode,
+                               operands=operands, vec_slots=vec_slots, itemsize=itemsize,
+                               layout=layout, sm_count=sm_count, states_ptr=states_ptr,
+                               lines=lines, rec=rec)  # fmt: skip
+
+        variant = self._run((op, reverse, mode, tuple(vec_slots), layout), stream, operands,
+                            workspace, offset, record)  # fmt: skip
+        assert variant is not None
         return variant
+
+    def launch_max_backward(self, module: LoadedModule, stream: Stream, shape: tuple[int, ...],
+                            axis: int, *, reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot,
+                            flags: Slot, layout: str, itemsize: int, sm_count: int,
+                            workspace: Workspace) -> str | None:  # fmt: skip
+        """``launch_max_backward`` with these arguments (``flags`` in ``workspace``)."""
+
+        def record(states_ptr: int, rec: Recorder) -> str | None:
+            return launch_max_backward(module, stream, shape, axis, reverse=reverse, mode=mode,
+                                       dy=dy, x=x, dx=dx, flags=flags, layout=layout,
+                                       itemsize=itemsize, sm_count=sm_count, rec=rec)  # fmt: skip
+
+        return self._run(("max_bwd", reverse, mode, layout), stream, [dy, x, dx, flags],
+                         workspace, 0, record)  # fmt: skip
 
 
 def launch_scan(
@@ -1290,7 +1412,8 @@ def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
 
 def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int,
                         *, reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot, flags: Slot,
-                        layout: str, itemsize: int, sm_count: int) -> str | None:  # fmt: skip
+                        layout: str, itemsize: int, sm_count: int,
+                        rec: Recorder | None = None) -> str | None:  # fmt: skip
     """Enqueue the cummax/cummin backward in one kernel (``scan_max_bwd_rows``; ``reverse`` and
     ``mode`` of the forward, winner flags in ``flags`` laid out for ``layout``) where it
     applies: ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", a warp per line (``chunking``
@@ -1316,6 +1439,10 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
         p.chunk_len, p.nchunks = ch.chunk_len, ch.nchunks
     warps_per_block = BLOCK // 32
     grid = max(1, min(_cdiv(fwd.rows, warps_per_block), sm_count * 64))
-    launch(module.function("scan_max_bwd_rows"), (grid, 1, 1), BLOCK, 0, stream, [fwd, bwd],
-           "scan_max_bwd_rows")  # fmt: skip
+    fn = module.function("scan_max_bwd_rows")
+    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [fwd, bwd], "scan_max_bwd_rows")
+    if rec is not None:  # its pointers: (dy, x, dx, flags)
+        rec.kernel(fn, (grid, 1, 1), BLOCK, 0,
+                   [(fwd, (1, None, None, None, 3)), (bwd, (0, None, None, 2, 3))],
+                   "scan_max_bwd_rows", False, False)  # fmt: skip
     return "max_bwd_rows"

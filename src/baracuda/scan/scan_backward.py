@@ -30,7 +30,6 @@ from baracuda.scan._kernels import (
     OUT,
     Slot,
     flag_strides,
-    launch_max_backward,
     layout_of,
     slot,
 )
@@ -180,10 +179,10 @@ class ScanBackwardPlan(ScanPlanBase[ScanBackwardDescriptor, ScanBackwardArgs, _V
             assert x is not None  # checked by _bind
             mode = max_mode(d.kind, d.tie_break)
             flags = Slot(workspace.ptr, flag_strides(d.shape, ax, layout))
-            fused = launch_max_backward(
+            fused = self._launches.launch_max_backward(
                 self._module, stream, d.shape, ax, reverse=d.reverse, mode=mode,
                 dy=slot(dy), x=slot(x), dx=slot(dx), flags=flags, layout=layout,
-                itemsize=d.element.itemsize, sm_count=self._sm_count,
+                itemsize=d.element.itemsize, sm_count=self._sm_count, workspace=workspace,
             )
             if fused is not None:
                 return
