@@ -7,9 +7,10 @@ import contextlib
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from baracuda._cuda.device import ensure_current
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView
@@ -36,6 +37,7 @@ __all__ = [
     "plan_for",
     "run_plan",
     "BoundCalls",
+    "FastCall",
     "bound_args",
     "bound_stream",
     "run_bound",
@@ -225,6 +227,54 @@ class BoundCalls:
 
     def __len__(self) -> int:
         return len(self._calls)
+
+
+class _Step(Protocol):
+    def enqueue(self, stream: int, ptrs: Sequence[int], base: int) -> None: ...
+
+
+class FastCall:
+    """A bound call's launches, prepared: the steps a checked call of a plan enqueued (their
+    pointers taken from the call's arrays and from the workspace), enqueued again for arrays
+    of the same signatures on torch's current stream, with a scratch workspace where a step
+    uses one. It skips the plan's per-call path (views, the launch recipes' keys, the
+    parameters' construction): on the H100's host, bc.cumsum of a (64, 1024) f32 tensor took
+    26.1 us a call through ``run_bound``, against 10.3 for torch.cumsum. Valid while the
+    switches the steps were chosen under (``switches()``, compared at each call) keep their
+    values."""
+
+    __slots__ = ("_device_id", "_plan", "_steps", "_switches", "_uses_ws", "_values")
+
+    def __init__(self, plan: _BoundPlan[Any], steps: Sequence[_Step], uses_ws: bool,
+                 switches: Callable[[], tuple[object, ...]], device_id: int) -> None:  # fmt: skip
+        self._plan = plan
+        self._steps = tuple(steps)
+        self._uses_ws = uses_ws
+        self._switches = switches
+        self._values = switches()
+        self._device_id = device_id
+
+    def run(self, ptrs: Sequence[int]) -> bool:
+        """Enqueue the steps for arrays at ``ptrs`` (in the order the steps were bound to);
+        False, with nothing enqueued, where a switch changed since (take ``run_bound``)."""
+        if self._switches() != self._values:
+            return False
+        dev = self._device_id
+        ensure_current(dev)
+        handle = torch_stream(dev)
+        if not self._uses_ws:
+            for step in self._steps:
+                step.enqueue(handle, ptrs, 0)
+            return True
+        stream = Stream(handle, device_id=dev)
+        ws = Workspace.scratch(self._plan.workspace_size(), stream)
+        try:
+            base = ws.ptr
+            for step in self._steps:
+                step.enqueue(handle, ptrs, base)
+        finally:
+            ws.release(stream)
+        return True
 
 
 class JaxOutput:

@@ -162,32 +162,63 @@ def test_bound_calls_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls.lookup(None, ("op", 2), "dy", None, "y")[1] is None
 
 
+class _Out(str):
+    """A stand-in output tensor: its name, and a data pointer."""
+
+    def data_ptr(self) -> int:
+        return 64
+
+
+class _Fast:
+    """A stand-in FastCall: records the pointers it is run with; ``ok`` False refuses (a
+    switch changed)."""
+
+    def __init__(self, ok: bool) -> None:
+        self.ok, self.runs = ok, []  # type: list[tuple[int, ...]]
+
+    def run(self, ptrs: tuple[int, ...]) -> bool:
+        self.runs.append(ptrs)
+        return self.ok
+
+
 @pytest.mark.parametrize("kind", ["cumsum", "cumprod", "cummax", "logcumsumexp"])
 def test_bound_backward_passes_the_saved_tensors_its_kind_needs(
     kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bound path of scan_backward hands the plan the views ``_bind`` would: dy, dx, and
-    x / y only where the kind's backward reads them (the seed's table)."""
+    x / y only where the kind's backward reads them (the seed's table); its prepared
+    launches (FastCall) get the same arrays' pointers, 0 for an array the kind does not
+    read, and a FastCall that refuses falls back to the plan."""
     from baracuda.scan import api
     from baracuda.scan.scan_backward import needs_saved_x, needs_saved_y
     from baracuda.types import ScanKind
 
     k = ScanKind(kind)
     seen: list[tuple[object, ...]] = []
+    ptr = {"dy": 16, "x": 32, "y": 48}
     # a signature's fourth field is the device
-    monkeypatch.setattr(_functional, "torch_signature", lambda t: (("sig", t, 0, 0), 0))
+    monkeypatch.setattr(_functional, "torch_signature", lambda t: (("sig", t, 0, 0), ptr[t]))
     monkeypatch.setattr(api, "bound_stream", lambda sig: 0)
-    monkeypatch.setattr(api, "torch_empty", lambda like, dtype=None: "dx")
-    monkeypatch.setattr(api, "torch_view", lambda t, sig, ptr: f"view {t}")
+    monkeypatch.setattr(api, "torch_empty", lambda like, dtype=None: _Out("dx"))
+    monkeypatch.setattr(api, "torch_view", lambda t, sig, p: f"view {t}")
     monkeypatch.setattr(api, "torch_out_view", lambda t: f"out {t}")
     monkeypatch.setattr(api, "run_bound", lambda plan, s, views: seen.append(views))
     monkeypatch.setattr(api, "_BOUND", _functional.BoundCalls())
     key = (k, 1, False, api.TieBreak.FIRST, ("sig", "dy", 0, 0), ("sig", "x", 0, 0),
            ("sig", "y", 0, 0))  # fmt: skip
-    api._BOUND.put(key, "plan")
+    want = ("view dy", "out dx", "view x" if needs_saved_x(k) else None,
+            "view y" if needs_saved_y(k) else None)  # fmt: skip
+    ptrs = (16, 64, 32 if needs_saved_x(k) else 0, 48 if needs_saved_y(k) else 0)
+    api._BOUND.put(key, ("plan", None))
     assert api.scan_backward(kind, "dy", x="x", y="y", axis=1) == "dx"
-    assert seen == [("view dy", "out dx", "view x" if needs_saved_x(k) else None,
-                     "view y" if needs_saved_y(k) else None)]  # fmt: skip
+    assert seen == [want]
+    for ok in (True, False):
+        seen.clear()
+        fast = _Fast(ok)
+        api._BOUND.put(key, ("plan", fast))
+        assert api.scan_backward(kind, "dy", x="x", y="y", axis=1) == "dx"
+        assert fast.runs == [ptrs]
+        assert seen == ([] if ok else [want])
 
 
 def test_empty_like_torch_outputs() -> None:

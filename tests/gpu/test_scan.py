@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import baracuda as bc
+from baracuda._functional import FastCall
 from baracuda.scan import (
     ScanArgs,
     ScanBackwardArgs,
@@ -907,7 +908,9 @@ def test_functional_bound_calls(kind: ScanKind, element: ElementKind, monkeypatc
     the bound path (no checks, no descriptor: api._BOUND). On new tensors of those signatures
     (other values, other addresses), on another current stream, for every layout and both
     directions, forward and backward: bit for bit what the checked path gives (a call with an
-    explicit stream always takes it), and the float64 reference."""
+    explicit stream always takes it), and the float64 reference. Every bound call runs its
+    prepared launches (FastCall), whose steps include the workspace's (chunk carries,
+    look-back tiles, the cooperative kernel's totals, the cummax backward's flags)."""
     checked: list[str] = []
     real = api.run_plan
 
@@ -915,11 +918,19 @@ def test_functional_bound_calls(kind: ScanKind, element: ElementKind, monkeypatc
         checked.append(type(plan).__name__)
         real(plan, s, args)
 
+    fast: list[bool] = []
+    real_fast = FastCall.run
+
+    def fast_spy(self: FastCall, ptrs: Any) -> bool:
+        fast.append(real_fast(self, ptrs))
+        return fast[-1]
+
     monkeypatch.setattr(api, "run_plan", spy)
+    monkeypatch.setattr(FastCall, "run", fast_spy)
     dt = torch_dtype(element)
     fwd = getattr(bc, kind.value)
     ties = ("first", "last") if kind in EXTREMA else ("first",)
-    for shape, axis in (((37, 129), -1), ((300, 65), 0), ((3, 50001), 1)):
+    for shape, axis in (((37, 129), -1), ((300, 65), 0), ((3, 50001), 1), ((2, 1 << 20), 1)):
         for rev in (False, True):
             for name, x0 in layouts(shape, dt, kind).items():
                 what = f"{name} {shape} axis={axis} rev={rev}"
@@ -930,8 +941,10 @@ def test_functional_bound_calls(kind: ScanKind, element: ElementKind, monkeypatc
                 out0 = fwd(x0, axis, rev, **kw)  # checked, then bound
                 x1 = _same_signature(x0, kind, 7)
                 _poison_pool(shape, dt)
+                fast.clear()
                 out1 = fwd(x1, axis, rev, **kw)  # bound
                 assert checked == ["ScanPlan"], what
+                assert fast == [True], what
                 cur = torch.cuda.current_stream()
                 ref1 = fwd(x1, axis, rev, stream=cur, **kw)  # checked
                 assert checked == ["ScanPlan"] * 2, what
@@ -961,9 +974,11 @@ def test_functional_bound_calls(kind: ScanKind, element: ElementKind, monkeypatc
                 bc.scan_backward(kind, dy0, axis=axis, reverse=rev, tie_break=tie, **saved)
                 dy1 = _same_signature(x0, ScanKind.CUMSUM, 9)
                 _poison_pool(shape, dt)
+                fast.clear()
                 dx1 = bc.scan_backward(kind, dy1, x=x1, y=y1, axis=axis, reverse=rev,
                                        tie_break=tie)  # fmt: skip
                 assert checked == ["ScanPlan"] * 2 + ["ScanBackwardPlan"], what
+                assert fast == [True], what
                 dxc = bc.scan_backward(kind, dy1, x=x1, y=y1, axis=axis, reverse=rev,
                                        tie_break=tie, stream=cur)  # fmt: skip
                 _same(dx1, dxc, f"{what} bound backward")
@@ -975,6 +990,28 @@ def test_functional_bound_calls(kind: ScanKind, element: ElementKind, monkeypatc
                                                               else 1.0)  # fmt: skip
                 assert_close(dx1, dref, element, scale=bsc, magnitude=mag,
                              what=f"backward {what}")  # fmt: skip
+
+
+def test_functional_bound_calls_follow_the_switches(monkeypatch: Any) -> None:
+    """A bound call's prepared launches hold while the switches they were chosen under keep
+    their values: after a switch changes, the call takes the plan's path (the launches the
+    switch now chooses), and is right either way."""
+    from baracuda.scan import _kernels as K
+
+    api._BOUND.clear()
+    x = torch.randn(4096, 16, device="cuda")  # segmented tiles
+    bc.cummax(x, 1, tie_break="last")
+    ran: list[bool] = []
+    real_fast = FastCall.run
+    monkeypatch.setattr(FastCall, "run",
+                        lambda self, p: ran.append(real_fast(self, p)) or ran[-1])  # fmt: skip
+    want = torch.cummax(x, 1)
+    for seg in (True, False, True):
+        monkeypatch.setattr(K, "SEG_ROWS", seg)
+        v, i = bc.cummax(x, 1, tie_break="last")
+        _same(v, want.values, f"SEG_ROWS={seg}")
+        _same(i, want.indices, f"SEG_ROWS={seg} indices")
+    assert ran == [True, False, True]
 
 
 def test_functional_bound_calls_keep_their_checks() -> None:

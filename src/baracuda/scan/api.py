@@ -6,6 +6,7 @@ from typing import Any
 
 from baracuda._functional import (
     BoundCalls,
+    FastCall,
     bound_stream,
     cached_plan,
     element_of,
@@ -19,6 +20,7 @@ from baracuda._functional import (
 from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.errors import InvalidProblem
 from baracuda.scan import reference
+from baracuda.scan._kernels import Captured, bind_steps, capturing, switch_values
 from baracuda.scan.scan import ScanArgs, ScanDescriptor, ScanPlan
 from baracuda.scan.scan_backward import (
     ScanBackwardArgs,
@@ -56,22 +58,26 @@ def _tie(op: str, tie_break: object) -> TieBreak:
 
 
 # the calls on plain torch CUDA tensors whose checks passed: (op, parameters, signatures) ->
-# the plan (BoundCalls; bc.cumsum of a (64, 1024) f32 tensor on the H100: 46.0 -> 31.4 us
-# of host time a call, docs/benchmarks.md, round 17)
+# (the plan, its launches prepared as a FastCall or None) (BoundCalls; bc.cumsum of a
+# (64, 1024) f32 tensor on the H100: 46.0 -> 31.4 us of host time a call through the plan,
+# docs/benchmarks.md, round 17)
 _BOUND = BoundCalls()
 
 
 def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBreak,
              stream: object) -> Any:  # fmt: skip
     extremum = kind in (ScanKind.CUMMAX, ScanKind.CUMMIN)
-    key, plan, bound = _BOUND.lookup(stream, (kind, axis, reverse, tie_break), x)
-    if plan is not None:
+    key, hit, bound = _BOUND.lookup(stream, (kind, axis, reverse, tie_break), x)
+    if hit is not None:
+        plan, fast = hit
         sig = bound[0]
         assert sig is not None
         y = torch_empty(x)
         idx = torch_empty(x, "int64") if extremum else None
-        iv = torch_out_view(idx) if extremum else None
-        run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(y), iv))
+        ptrs = (sig[1], y.data_ptr(), 0 if idx is None else idx.data_ptr())
+        if fast is None or not fast.run(ptrs):
+            iv = None if idx is None else torch_out_view(idx)
+            run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(y), iv))
         return (y, idx) if extremum else y
     if not is_cuda_array(x, kind.value):
         return reference.scan(kind, x, axis, reverse, tie_break)
@@ -80,9 +86,23 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
     plan = cached_plan(ScanPlan, s, desc)
     y = empty_like(x, stream=s)
     idx = empty_like(x, dtype=IndexElementKind.I64, stream=s) if extremum else None
-    run_plan(plan, s, ScanArgs(x, y, idx))
-    _BOUND.put(key, plan)
+    with capturing() as steps:
+        run_plan(plan, s, ScanArgs(x, y, idx))
+    if key is not None:  # torch tensors: y and idx too
+        ptrs = (bound[0][1], y.data_ptr(), 0 if idx is None else idx.data_ptr())  # type: ignore[index]
+        _BOUND.put(key, (plan, _fast(plan, steps, ptrs)))
     return (finish(y), finish(idx)) if extremum else finish(y)
+
+
+def _fast(plan: ScanPlan | ScanBackwardPlan, captured: Captured,
+          ptrs: tuple[int, ...]) -> FastCall | None:  # fmt: skip
+    """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured``), prepared for
+    the later calls of the same signatures; None where they cannot be bound to the arrays."""
+    bound = bind_steps(captured, ptrs, plan.workspace_size())
+    if bound is None:
+        return None
+    steps, uses_ws = bound
+    return FastCall(plan, steps, uses_ws, switch_values, plan.device_id)
 
 
 _DOC = """
@@ -169,15 +189,20 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     """
     k = _kind("scan_backward", kind)
     tb = _tie("scan_backward", tie_break)
-    key, plan, bound = _BOUND.lookup(stream, (k, axis, reverse, tb), dy, x, y)
-    if plan is not None:
+    key, hit, bound = _BOUND.lookup(stream, (k, axis, reverse, tb), dy, x, y)
+    if hit is not None:
+        plan, fast = hit
         sig, sx, sy = bound
         assert sig is not None
         dx = torch_empty(dy)
-        xv = torch_view(x, *sx) if sx is not None and needs_saved_x(k) else None
-        yv = torch_view(y, *sy) if sy is not None and needs_saved_y(k) else None
-        run_bound(plan, bound_stream(sig[0]), (torch_view(dy, *sig), torch_out_view(dx),
-                                               xv, yv))  # fmt: skip
+        sx = sx if needs_saved_x(k) else None
+        sy = sy if needs_saved_y(k) else None
+        ptrs = (sig[1], dx.data_ptr(), 0 if sx is None else sx[1], 0 if sy is None else sy[1])
+        if fast is None or not fast.run(ptrs):
+            xv = None if sx is None else torch_view(x, *sx)
+            yv = None if sy is None else torch_view(y, *sy)
+            run_bound(plan, bound_stream(sig[0]), (torch_view(dy, *sig), torch_out_view(dx),
+                                                   xv, yv))  # fmt: skip
         return dx
     if not is_cuda_array(dy, "scan_backward"):
         return reference.scan_backward(k, dy, x=x, y=y, axis=axis, reverse=reverse,
@@ -186,6 +211,12 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     desc = ScanBackwardDescriptor(k, tuple(dy.shape), axis, element_of(dy), reverse, tb)
     plan = cached_plan(ScanBackwardPlan, s, desc)
     dx = empty_like(dy, stream=s)
-    run_plan(plan, s, ScanBackwardArgs(dy, dx, x, y))
-    _BOUND.put(key, plan)
+    with capturing() as steps:
+        run_plan(plan, s, ScanBackwardArgs(dy, dx, x, y))
+    if key is not None:  # torch tensors
+        sig, sx, sy = bound
+        assert sig is not None
+        ptrs = (sig[1], dx.data_ptr(), sx[1] if sx is not None and needs_saved_x(k) else 0,
+                sy[1] if sy is not None and needs_saved_y(k) else 0)  # fmt: skip
+        _BOUND.put(key, (plan, _fast(plan, steps, ptrs)))
     return finish(dx)
