@@ -54,8 +54,17 @@ def launch(
     the kernel may synchronise its whole grid (``bc::grid_arrive`` / ``bc::grid_wait``,
     common.cuh)."""
     pointers = _pointers(len(args))(*map(ctypes.addressof, args))
-    launch_raw(function, grid, block, shared_bytes, _cu(stream), ctypes.addressof(pointers),
-               name, dependent=dependent, cooperative=cooperative)  # fmt: skip
+    if dependent or cooperative:
+        launch_raw(function, grid, block, shared_bytes, _cu(stream), ctypes.addressof(pointers),
+                   name, dependent=dependent, cooperative=cooperative)  # fmt: skip
+        return
+    # the plain launch inline: this is on every call's path
+    (err,) = driver().cuLaunchKernel(
+        function, grid[0], grid[1], grid[2], block, 1, 1, shared_bytes, _cu(stream),
+        ctypes.addressof(pointers), 0,
+    )  # fmt: skip
+    if err:
+        check(err, f"cuLaunchKernel({name})")
 
 
 @functools.cache
