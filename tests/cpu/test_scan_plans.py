@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import baracuda.scan.api as api
+from baracuda._cuda import replay
 from baracuda._cuda.compiler import KernelSource, compile_cubin, kernel_name
 from baracuda._cuda.memory import Workspace
 from baracuda._layout import contiguous_strides
@@ -42,6 +43,15 @@ from baracuda.scan._kernels import (
 from baracuda.types import ElementKind, ScanKind, TieBreak
 
 F32 = ElementKind.F32
+
+
+def _patch(monkeypatch: pytest.MonkeyPatch, name: str, fn: object) -> None:
+    """Patch ``launch`` or ``memset_zero`` where the scan launches call it: launch_scan's
+    first launches (_kernels) and the prepared steps' replays (replay)."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, name, fn, raising=name == "launch")
+    monkeypatch.setattr(replay, name, fn)
 
 
 @pytest.mark.parametrize(("plan", "desc_cls"), [(ScanPlan, ScanDescriptor),
@@ -388,8 +398,8 @@ def test_interleaved_lines_launch(monkeypatch: pytest.MonkeyPatch) -> None:
             cooperative: bool = False) -> None:  # fmt: skip
         calls.append((fn, grid, args[0], cooperative))
 
-    monkeypatch.setattr(K, "launch", spy)
-    monkeypatch.setattr(K, "memset_zero", lambda *a: None)
+    _patch(monkeypatch, "launch", spy)
+    _patch(monkeypatch, "memset_zero", lambda *a: None)
     ws = 1 << 20
     for reverse, lanes, itemsize in ((False, 2, 4), (True, 2, 4), (False, 4, 2), (True, 4, 8)):
         calls.clear()
@@ -515,8 +525,8 @@ def test_lookback_zeroing_then_dependent_launch(
     from baracuda.scan import _kernels as K
 
     log = _LaunchLog(arch)
-    monkeypatch.setattr(K, "launch", log.launch)
-    monkeypatch.setattr(K, "memset_zero", log.memset)
+    _patch(monkeypatch, "launch", log.launch)
+    _patch(monkeypatch, "memset_zero", log.memset)
     monkeypatch.setattr(K, "LB_DEPENDENT", switch)
     shape, ws = (2**20, 2), 1 << 20
     x, y = Slot(1 << 30, (2, 1)), Slot(1 << 31, (2, 1))
@@ -699,7 +709,6 @@ def _dense(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _record_grids(log: _LaunchLog, monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, int]]:
     """Launches go to ``log``; returns the list their (grid, shared memory) are appended to."""
-    from baracuda.scan import _kernels as K
 
     grids: list[tuple[object, int]] = []
 
@@ -707,7 +716,7 @@ def _record_grids(log: _LaunchLog, monkeypatch: pytest.MonkeyPatch) -> list[tupl
         grids.append((grid, smem))
         log.launch(fn, grid, block, smem, *a, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(K, "launch", launch)
+    _patch(monkeypatch, "launch", launch)
     return grids
 
 
@@ -834,7 +843,7 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
     log = _LaunchLog("sm_90")
     grids = _record_grids(log, monkeypatch)
-    monkeypatch.setattr(K, "memset_zero", log.memset)
+    _patch(monkeypatch, "memset_zero", log.memset)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
     variant = _launch_big(log, op, 0, reverse=True)
     if op == "lse":
@@ -985,8 +994,8 @@ def test_launch_recipes_replay_what_launch_scan_enqueues(monkeypatch: pytest.Mon
         log.append((fn, grid, block, smem, name, dependent, cooperative,
                     tuple(bytes(a) for a in args)))  # type: ignore[call-overload]  # fmt: skip
 
-    monkeypatch.setattr(K, "launch", spy)
-    monkeypatch.setattr(K, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
+    _patch(monkeypatch, "launch", spy)
+    _patch(monkeypatch, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
 
     def enqueue(cache: K.LaunchCache | None, shape: tuple[int, ...], axis: int,
                 strides: tuple[int, ...], base: int, ws: int, op: str = "sum",
@@ -1068,9 +1077,9 @@ def test_launch_recipes_read_the_workspace_only_where_they_use_it(
     mod.arch = "sm_90"  # type: ignore[attr-defined]
     mod.function = lambda name, smem=0: f"fn:{name}"  # type: ignore[attr-defined]
     log: list[bytes] = []
-    monkeypatch.setattr(K, "launch", lambda fn, grid, block, smem, st, args, name="", **kw:
+    _patch(monkeypatch, "launch", lambda fn, grid, block, smem, st, args, name="", **kw:
                         log.append(b"".join(bytes(a) for a in args)))  # fmt: skip
-    monkeypatch.setattr(K, "memset_zero", lambda p, n, s: log.append(p.to_bytes(8, "little")))
+    _patch(monkeypatch, "memset_zero", lambda p, n, s: log.append(p.to_bytes(8, "little")))
     # (variants on this fake H100: rows8, pipe1, strip, strip; lbcols, coop, rows8 chunks with
     # carries, coop over two interleaved lines)
     for shape, axis, strides, uses in (((64, 1024), 1, (1024, 1), False),
@@ -1238,8 +1247,8 @@ def test_bound_steps_replay_a_plan_run_for_other_arrays(monkeypatch: pytest.Monk
         log.append((fn, grid, block, smem, name, dependent, cooperative,
                     tuple(bytes(a) for a in args)))  # type: ignore[call-overload]  # fmt: skip
 
-    monkeypatch.setattr(K, "launch", spy)
-    monkeypatch.setattr(K, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
+    _patch(monkeypatch, "launch", spy)
+    _patch(monkeypatch, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
     offset, ws_bytes = 4096, 1 << 20  # the states after 4 KiB of the workspace (the flags')
     for lookback in (True, False):
         monkeypatch.setattr(K, "LOOKBACK", lookback)
@@ -1259,13 +1268,13 @@ def test_bound_steps_replay_a_plan_run_for_other_arrays(monkeypatch: pytest.Monk
 
             cache = K.LaunchCache()
             for _ in range(2):  # recorded, then replayed: both captured
-                with K.capturing() as cap:
+                with replay.capturing() as cap:
                     cache.launch_scan(mod, "sum", None, shape, axis,  # type: ignore[arg-type]
                                       operands=[Slot(1 << 30, strides), None, None,
                                                 Slot(1 << 31, strides), None],
                                       workspace=Workspace(1 << 20, ws_bytes, None),
                                       offset=offset, **kw)  # type: ignore[arg-type]  # fmt: skip
-                bound = K.bind_steps(cap, (1 << 30, 1 << 31, 0), ws_bytes)
+                bound = replay.bind_steps(cap, (1 << 30, 1 << 31, 0), ws_bytes)
                 assert bound is not None
                 steps, uses = bound
                 log.clear()
@@ -1275,8 +1284,8 @@ def test_bound_steps_replay_a_plan_run_for_other_arrays(monkeypatch: pytest.Monk
                 assert got == direct(3 << 30, 5 << 30, 7 << 20), (shape, axis)
                 assert uses == any(e[0] == "memset" or e[0] == "fn:scan_zero" or
                                    (7 << 20) + offset in _words(e) for e in got)  # fmt: skip
-            assert K.bind_steps(cap, (1 << 30, 1 << 30, 0), ws_bytes) is None  # shared
-            assert K.bind_steps(cap, (1 << 29, 1 << 31, 0), ws_bytes) is None  # x unknown
+            assert replay.bind_steps(cap, (1 << 30, 1 << 30, 0), ws_bytes) is None  # shared
+            assert replay.bind_steps(cap, (1 << 29, 1 << 31, 0), ws_bytes) is None  # x unknown
     # the fused cummax backward: the flags are the workspace's first bytes
     shape, st = (4096, 32), (32, 1)
     flags = K.flag_strides(shape, 1, "rows")
@@ -1292,14 +1301,14 @@ def test_bound_steps_replay_a_plan_run_for_other_arrays(monkeypatch: pytest.Monk
     assert direct_max(1 << 30, 2 << 30, 3 << 30, 1 << 20)
     cache = K.LaunchCache()
     for _ in range(2):
-        with K.capturing() as cap:
+        with replay.capturing() as cap:
             v = cache.launch_max_backward(mod, None, shape, 1, dy=Slot(1 << 30, st),  # type: ignore[arg-type]
                                           x=Slot(2 << 30, st), dx=Slot(3 << 30, st),
                                           flags=Slot(1 << 20, flags),
                                           workspace=Workspace(1 << 20, ws_bytes, None),
                                           **kw2)  # type: ignore[arg-type]  # fmt: skip
         assert v == "max_bwd_rows" and len(cache._recipes) == 1
-        bound = K.bind_steps(cap, (1 << 30, 3 << 30, 2 << 30, 0), ws_bytes)
+        bound = replay.bind_steps(cap, (1 << 30, 3 << 30, 2 << 30, 0), ws_bytes)
         assert bound is not None and bound[1]  # the flags are in the workspace
         log.clear()
         for s in bound[0]:

@@ -29,23 +29,21 @@ launches.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import functools
 import operator
-import struct
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 from baracuda._cuda import launch as _launch_module
 from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.device import device_info
-from baracuda._cuda.launch import dependent_launches, launch, memset_zero
+from baracuda._cuda.launch import dependent_launches, launch
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.replay import U64 as _U64
+from baracuda._cuda.replay import Step, active, capture
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import contiguous_strides, numel, split_axis
@@ -93,8 +91,6 @@ __all__ = [
     "coop_split",
     "launch_max_backward",
     "LaunchCache",
-    "capturing",
-    "bind_steps",
     "switch_values",
 ]
 
@@ -961,59 +957,12 @@ def _params(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
 # workspace, and the switches above; not on the addresses otherwise. A plan keeps what it
 # enqueued for each of those (LaunchCache) and enqueues it again with the new addresses, which
 # skips the layout logic and the kernel parameters' construction on the per-call path. The
-# functional API goes one step further (``capturing``, ``bind_steps``): the steps of a whole
-# plan run, their pointers patched from the call's arrays and workspace.
+# functional API goes one step further (baracuda._cuda.replay): the steps of a whole plan run,
+# their pointers patched from the call's arrays and workspace.
 
-_U64 = struct.Struct("@Q")
 _OP_PTR = tuple(Params.op.offset + i * ctypes.sizeof(Operand) + Operand.ptr.offset
                 for i in range(5))  # fmt: skip
 _STATE_PTR = (Params.carry.offset, Params.agg.offset, Params.lb.offset)
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """One enqueued operation, to enqueue again with other addresses: a kernel of ``args``
-    (each argument's bytes: a Params, or scan_zero's pointer and count), whose pointers are
-    patched at each enqueue: ``ops`` (argument, byte offset, index into the pointers given),
-    ``states`` (argument, byte offset, delta from the base address given); or, ``fn`` None,
-    a memset of ``count`` words at the base address plus ``at``."""
-
-    fn: Any
-    grid: tuple[int, int, int]
-    block: int
-    smem: int
-    name: str
-    args: tuple[bytes, ...]
-    ops: tuple[tuple[int, int, int], ...]
-    states: tuple[tuple[int, int, int], ...]
-    dependent: bool
-    cooperative: bool
-    count: int = 0
-    at: int = 0
-
-    def enqueue(self, stream: Stream | int, ptrs: Sequence[int], base: int) -> None:
-        """Enqueue on ``stream`` (a ``Stream`` or a raw handle) with the pointers ``ptrs``
-        and the base address ``base`` (the workspace, or the launch's states)."""
-        if self.fn is None:
-            memset_zero(base + self.at, 4 * self.count, stream)
-            return
-        bufs = [_char_array(len(a)).from_buffer_copy(a) for a in self.args]
-        for k, off, i in self.ops:
-            _U64.pack_into(bufs[k], off, ptrs[i])
-        for k, off, delta in self.states:
-            _U64.pack_into(bufs[k], off, base + delta)
-        launch(self.fn, self.grid, self.block, self.smem, stream, bufs, self.name,
-               dependent=self.dependent, cooperative=self.cooperative)  # fmt: skip
-
-    @property
-    def uses_base(self) -> bool:
-        return self.fn is None or bool(self.states)
-
-
-@functools.cache
-def _char_array(nbytes: int) -> Any:
-    """The ctypes array type of ``nbytes`` bytes (made once: a prepared launch's argument)."""
-    return ctypes.c_char * nbytes
 
 
 class Recorder:
@@ -1028,7 +977,7 @@ class Recorder:
         self.ptrs = tuple(ptrs)
         self.srcs = tuple(srcs)
         self.states_ptr = states_ptr
-        self.steps: list[_Step] = []
+        self.steps: list[Step] = []
 
     def kernel(self, fn: Any, grid: tuple[int, int, int], block: int, smem: int,
                args: Sequence[tuple[Params, Sequence[int | None]]], name: str, dependent: bool,
@@ -1044,7 +993,7 @@ class Recorder:
                 v = _U64.unpack_from(raw, off)[0]
                 if v:
                     states.append((k, off, v - self.states_ptr))
-        self.steps.append(_Step(fn, grid, block, smem, name, tuple(raws), tuple(ops),
+        self.steps.append(Step(fn, grid, block, smem, name, tuple(raws), tuple(ops),
                                 tuple(states), dependent, cooperative))  # fmt: skip
 
 
@@ -1063,9 +1012,9 @@ def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Str
     """Zero ``words`` words of the workspace: with the zeroing kernel ``fn``, or (``fn``
     None) a memset."""
     if fn is None:
-        step = _Step(None, grid, BLOCK, 0, "memset", (), (), (), False, False, words, 0)
+        step = Step(None, grid, BLOCK, 0, "memset", (), (), (), False, False, words, 0)
     else:  # scan_zero(unsigned* p, i64 words)
-        step = _Step(fn, grid, BLOCK, 0, "scan_zero",
+        step = Step(fn, grid, BLOCK, 0, "scan_zero",
                      (bytes(8), _U64.pack(words)), (), ((0, 0, 0),), False, False)  # fmt: skip
     step.enqueue(stream, (), states_ptr)
     if rec is not None:
@@ -1101,60 +1050,12 @@ def switch_values() -> tuple[object, ...]:
     return (*_switch_get(_GLOBALS), id(WARP_ROWS_PER_SM_OP), _launch_module.DEPENDENT_LAUNCH)
 
 
-# The recipes a plan run on this thread replayed or recorded, while ``capturing``: each
-# (steps, operands' pointers, states pointer, workspace address or 0 where not allocated).
-Captured = list[tuple[tuple[_Step, ...], tuple[int, ...], int, int]]
-_capture = threading.local()
-
-
-@contextlib.contextmanager
-def capturing() -> Iterator[Captured]:
-    """Collect every recipe replayed or recorded on this thread inside the block (for
-    ``bind_steps``)."""
-    prev = getattr(_capture, "list", None)
-    out: Captured = []
-    _capture.list = out
-    try:
-        yield out
-    finally:
-        _capture.list = prev
-
-
-def _captured(steps: tuple[_Step, ...], ptrs: tuple[int, ...], states_ptr: int,
-              workspace: Workspace) -> None:  # fmt: skip
-    cap = getattr(_capture, "list", None)
-    if cap is not None:
-        cap.append((steps, ptrs, states_ptr, workspace.ptr if workspace.allocated else 0))
-
-
-def bind_steps(captured: Captured, arrays: Sequence[int],
-               ws_bytes: int) -> tuple[tuple[_Step, ...], bool] | None:  # fmt: skip
-    """The steps of ``captured`` with their pointers taken from the addresses of a plan's
-    arrays (``arrays``, in the order given, 0 for an absent one) and of its workspace (the
-    base address given to ``_Step.enqueue``), and whether they use the workspace; None where
-    an operand is neither (or two arrays share an address, so that which one it was is not
-    known)."""
-    given = [a for a in arrays if a]
-    if len(set(given)) != len(given):
-        return None
-    out: list[_Step] = []
-    for steps, ptrs, states_ptr, ws in captured:
-        for st in steps:
-            ops, states = [], []
-            for k, off, i in st.ops:
-                p = ptrs[i]
-                if p and p in given:
-                    ops.append((k, off, arrays.index(p)))
-                elif ws and ws <= p < ws + ws_bytes:
-                    states.append((k, off, p - ws))
-                else:
-                    return None
-            if st.uses_base and not ws:
-                return None
-            states += [(k, off, states_ptr - ws + d) for k, off, d in st.states]
-            out.append(replace(st, ops=tuple(ops), states=tuple(states),
-                               at=st.at + (states_ptr - ws if st.fn is None else 0)))  # fmt: skip
-    return tuple(out), any(st.uses_base for st in out)
+def _capture(steps: tuple[Step, ...], ptrs: tuple[int, ...], states_ptr: int,
+             workspace: Workspace) -> None:  # fmt: skip
+    """``replay.capture`` of a recipe run, inside a ``capturing`` block only (reading a
+    scratch workspace's address allocates it)."""
+    if active():
+        capture(steps, ptrs, states_ptr, workspace.ptr if workspace.allocated else 0)
 
 
 class LaunchCache:
@@ -1166,7 +1067,7 @@ class LaunchCache:
 
     def __init__(self, limit: int = 64) -> None:
         # key -> (variant, steps, whether a step uses the workspace)
-        self._recipes: dict[tuple[object, ...], tuple[str | None, tuple[_Step, ...], bool]] = {}
+        self._recipes: dict[tuple[object, ...], tuple[str | None, tuple[Step, ...], bool]] = {}
         self._limit = limit
 
     def _run(self, key: tuple[object, ...], stream: Stream, operands: Sequence[Slot | None],
@@ -1183,7 +1084,7 @@ class LaunchCache:
             states_ptr = workspace.ptr + offset if uses else 0
             for step in steps:
                 step.enqueue(stream, ptrs, states_ptr)
-            _captured(steps, ptrs, states_ptr, workspace)
+            _capture(steps, ptrs, states_ptr, workspace)
             return variant
         states_ptr = workspace.ptr + offset
         rec = Recorder(ptrs, states_ptr, [None if o is None else i for i, o in enumerate(operands)])
@@ -1193,7 +1094,7 @@ class LaunchCache:
         uses = any(step.uses_base for step in rec.steps)
         steps = tuple(rec.steps)
         self._recipes[key] = (variant, steps, uses)
-        _captured(steps, ptrs, states_ptr, workspace)
+        _capture(steps, ptrs, states_ptr, workspace)
         return variant
 
     def launch_scan(self, module: LoadedModule, op: str, stream: Stream,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from baracuda._cuda.replay import Captured, bind_steps, capturing
 from baracuda._functional import (
     BoundCalls,
     FastCall,
@@ -20,7 +21,7 @@ from baracuda._functional import (
 from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.errors import InvalidProblem
 from baracuda.scan import reference
-from baracuda.scan._kernels import Captured, bind_steps, capturing, switch_values
+from baracuda.scan._kernels import switch_values
 from baracuda.scan.scan import ScanArgs, ScanDescriptor, ScanPlan
 from baracuda.scan.scan_backward import (
     ScanBackwardArgs,

@@ -1,0 +1,140 @@
+"""Prepared launches: what a plan enqueued, enqueued again for other addresses.
+
+A launch's arguments depend on a plan and on its arrays' signatures (shapes, strides,
+alignment); only the addresses change from one call to the next. A ``Step`` keeps each
+argument's bytes with the places its pointers go, and ``enqueue`` patches new addresses in:
+no layout logic and no parameter construction on the per-call path. Inside ``capturing``, a
+plan's launch code hands what it enqueued to ``capture``; ``bind_steps`` then binds the
+pointers to the call's arrays and workspace, for the functional API's bound calls
+(``baracuda._functional.FastCall``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import struct
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from baracuda._cuda.launch import launch, memset_zero
+from baracuda._cuda.stream import Stream
+
+__all__ = [
+    "Step", "U64", "char_array", "Captured", "capturing", "active", "capture", "bind_steps",
+]  # fmt: skip
+
+U64 = struct.Struct("@Q")  # a pointer argument's bytes
+
+
+@functools.cache
+def char_array(nbytes: int) -> Any:
+    """The ctypes array type of ``nbytes`` bytes (made once: a prepared launch's argument)."""
+    return ctypes.c_char * nbytes
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One enqueued operation, to enqueue again with other addresses: a kernel of ``args``
+    (each argument's bytes), whose pointers are patched at each enqueue: ``ops`` (argument,
+    byte offset, index into the pointers given), ``states`` (argument, byte offset, delta
+    from the base address given); or, ``fn`` None, a memset of ``count`` words at the base
+    address plus ``at``."""
+
+    fn: Any
+    grid: tuple[int, int, int]
+    block: int
+    smem: int
+    name: str
+    args: tuple[bytes, ...]
+    ops: tuple[tuple[int, int, int], ...]
+    states: tuple[tuple[int, int, int], ...]
+    dependent: bool
+    cooperative: bool
+    count: int = 0
+    at: int = 0
+
+    def enqueue(self, stream: Stream | int, ptrs: Sequence[int], base: int) -> None:
+        """Enqueue on ``stream`` (a ``Stream`` or a raw handle) with the pointers ``ptrs``
+        and the base address ``base`` (the workspace, or the launch's states)."""
+        if self.fn is None:
+            memset_zero(base + self.at, 4 * self.count, stream)
+            return
+        bufs = [char_array(len(a)).from_buffer_copy(a) for a in self.args]
+        for k, off, i in self.ops:
+            U64.pack_into(bufs[k], off, ptrs[i])
+        for k, off, delta in self.states:
+            U64.pack_into(bufs[k], off, base + delta)
+        launch(self.fn, self.grid, self.block, self.smem, stream, bufs, self.name,
+               dependent=self.dependent, cooperative=self.cooperative)  # fmt: skip
+
+    @property
+    def uses_base(self) -> bool:
+        return self.fn is None or bool(self.states)
+
+
+# What a plan run on this thread enqueued, while ``capturing``: each (steps, the pointers
+# their ``ops`` index, the base address their ``states`` are relative to, the workspace's
+# address or 0 where it was not allocated).
+Captured = list[tuple[tuple[Step, ...], tuple[int, ...], int, int]]
+_capture = threading.local()
+
+
+@contextlib.contextmanager
+def capturing() -> Iterator[Captured]:
+    """Collect every ``capture`` on this thread inside the block (for ``bind_steps``)."""
+    prev = getattr(_capture, "list", None)
+    out: Captured = []
+    _capture.list = out
+    try:
+        yield out
+    finally:
+        _capture.list = prev
+
+
+def active() -> bool:
+    """Whether a ``capturing`` block is open on this thread (what ``capture`` needs may then
+    be computed)."""
+    return getattr(_capture, "list", None) is not None
+
+
+def capture(steps: tuple[Step, ...], ptrs: tuple[int, ...], base: int, workspace: int) -> None:
+    """Hand ``steps``, enqueued with ``ptrs`` and ``base`` (``workspace``: the address of
+    the run's workspace, 0 where none was allocated), to the ``capturing`` block around this
+    run, if any."""
+    cap = getattr(_capture, "list", None)
+    if cap is not None:
+        cap.append((steps, ptrs, base, workspace))
+
+
+def bind_steps(captured: Captured, arrays: Sequence[int],
+               ws_bytes: int) -> tuple[tuple[Step, ...], bool] | None:  # fmt: skip
+    """The steps of ``captured`` with their pointers taken from the addresses of a plan's
+    arrays (``arrays``, in the order given, 0 for an absent one) and of its workspace of
+    ``ws_bytes`` (the base address given to ``Step.enqueue``), and whether they use the
+    workspace; None where a pointer is neither (or two arrays share an address, so that
+    which one it was is not known)."""
+    given = [a for a in arrays if a]
+    if len(set(given)) != len(given):
+        return None
+    out: list[Step] = []
+    for steps, ptrs, base, ws in captured:
+        for st in steps:
+            ops, states = [], []
+            for k, off, i in st.ops:
+                p = ptrs[i]
+                if p and p in given:
+                    ops.append((k, off, arrays.index(p)))
+                elif ws and ws <= p < ws + ws_bytes:
+                    states.append((k, off, p - ws))
+                else:
+                    return None
+            if st.uses_base and not ws:
+                return None
+            states += [(k, off, base - ws + d) for k, off, d in st.states]
+            out.append(replace(st, ops=tuple(ops), states=tuple(states),
+                               at=st.at + (base - ws if st.fn is None else 0)))  # fmt: skip
+    return tuple(out), any(st.uses_base for st in out)
