@@ -55,3 +55,61 @@ def test_launch_attributes(dependent: bool, cooperative: bool) -> None:
         assert got[pss].value.programmaticStreamSerializationAllowed == 1
     if cooperative:
         assert got[coop].value.cooperative == 1
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("fmt", ["f", "d"])
+def test_elementwise_prepared_launch(contiguous: bool, fmt: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Inside ``capturing``, the elementwise launcher hands its launch to the functional API's
+    prepared launches (``replay``): bound to the views, it enqueues for other views exactly
+    the arguments the launcher gives them (the 16-byte path's packed scalars, the strided
+    path's shapes and strides)."""
+    import struct
+    from typing import Any
+
+    from baracuda._cuda import replay
+    from baracuda._cuda.view import TensorView
+    from baracuda.elementwise import _launch
+
+    log: list[tuple[object, ...]] = []
+
+    def packed(fn: object, grid: tuple[int, int, int], block: int, smem: int, stream: object,
+               f: str, values: list[float], name: str = "") -> None:  # fmt: skip
+        log.append((fn, grid, block, smem, name,
+                    tuple(struct.pack("@" + c, v) for c, v in zip(f, values, strict=True))))
+
+    def plain(fn: object, grid: tuple[int, int, int], block: int, smem: int, stream: object,
+              args: list[Any], name: str = "", **kw: bool) -> None:  # fmt: skip
+        assert not kw.get("dependent") and not kw.get("cooperative")
+        log.append((fn, grid, block, smem, name, tuple(bytes(a) for a in args)))
+
+    class FakeModule:
+        sm_count = 132
+
+        def function(self, name: str) -> str:
+            return f"fn:{name}"
+
+    monkeypatch.setattr(_launch, "launch_packed", packed)
+    monkeypatch.setattr(_launch, "launch", plain)
+    monkeypatch.setattr(replay, "launch", plain)
+    launcher = _launch.ElementwiseLauncher(FakeModule(), "lerp_fwd", 3, fmt)  # type: ignore[arg-type]
+    shape, item = (37, 129), 8 if fmt == "d" else 4
+    strides = (129, 1) if contiguous else (1, 37)
+    code = (2, 8 * item)
+
+    def views(base: int) -> list[TensorView]:
+        return [TensorView(base + (k << 32), shape, strides, code, 2, 0) for k in range(3)]
+
+    with replay.capturing() as cap:
+        variant = launcher(None, views(1 << 36), 0.3)  # type: ignore[arg-type]
+    assert variant == ("vec16" if contiguous else "strided")
+    bound = replay.bind_steps(cap, [v.ptr for v in views(1 << 36)], 0)
+    assert bound is not None and not bound[1]
+    log.clear()
+    for st in bound[0]:
+        st.enqueue(0, [v.ptr for v in views(1 << 40)], 0)
+    got = list(log)
+    log.clear()
+    launcher(None, views(1 << 40), 0.3)  # type: ignore[arg-type]
+    assert len(got) == 1 and got == log

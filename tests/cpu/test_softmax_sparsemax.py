@@ -447,3 +447,86 @@ def test_import_pulls_no_framework() -> None:
             "bad = [m for m in ('torch', 'cupy', 'jax') if m in sys.modules]; "
             "assert not bad, bad")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("direction", "shape", "coop"),
+    [("fwd", (64, 1024), False), ("bwd", (300, 65), False), ("fwd", (64, 131072), False),
+     ("bwd", (64, 131072), False), ("bwd", (64, 131072), True)],
+)  # fmt: skip
+def test_prepared_launches_replay_launch_rows(direction: str, shape: tuple[int, int], coop: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Inside ``capturing``, launch_rows hands what it enqueued to the functional API's
+    prepared launches (``replay``): bound to the views and the workspace, they enqueue for
+    other views and another workspace exactly what launch_rows enqueues for those (the
+    register rows, the split forward's three kernels, the split backward's two kernels and
+    its cooperative kernel, with their workspace pointers)."""
+    from baracuda._cuda import replay
+    from baracuda._cuda.view import TensorView
+    from baracuda.softmax import _rows
+
+    log: list[tuple[object, ...]] = []
+
+    def spy(fn: object, grid: tuple[int, int, int], block: int, smem: int, stream: object,
+            args: list[Any], name: str = "", **kw: bool) -> None:  # fmt: skip
+        log.append((fn, grid, block, smem, name, kw.get("dependent", False),
+                    kw.get("cooperative", False), tuple(bytes(a) for a in args)))  # fmt: skip
+
+    class FakeModule:
+        sm_count = 132
+        element = ElementKind.F32
+        arch = "sm_90"
+        cooperative = coop
+
+        def function(self, op: str, dynamic_smem: int = 0) -> str:
+            return f"fn:{op}"
+
+        def resident_blocks(self, op: str, block: int, dynamic_smem: int = 0) -> int:
+            return 2
+
+    monkeypatch.setattr(_rows, "launch", spy)
+    monkeypatch.setattr(replay, "launch", spy)
+    mod: Any = FakeModule()
+    n = shape[1]
+    nviews = 2 if direction == "fwd" else 3
+    split = (_rows.fwd_split(shape, 1, 132) if direction == "fwd"
+             else row_split(shape, 1, 132))  # fmt: skip
+    ws_bytes = split.workspace_size(ElementKind.F32) if split is not None else 0
+
+    def views(base: int) -> tuple[TensorView, ...]:
+        return tuple(TensorView(base + (k << 32), shape, (n, 1), (2, 32), 2, 0)
+                     for k in range(nviews))  # fmt: skip
+
+    def direct(base: int, ws: int) -> list[tuple[object, ...]]:
+        log.clear()
+        _rows.launch_rows(mod, direction, None, views(base), 1, split, ws)  # type: ignore[arg-type]
+        return list(log)
+
+    with replay.capturing() as cap:
+        variant = _rows.launch_rows(mod, direction, None, views(1 << 36), 1, split,  # type: ignore[arg-type]
+                                    (1 << 20) if split else 0)  # fmt: skip
+    assert variant.startswith("split") == (split is not None)
+    assert ("coop" in variant) == coop
+    bound = replay.bind_steps(cap, [v.ptr for v in views(1 << 36)], ws_bytes)
+    assert bound is not None
+    steps, uses = bound
+    assert uses == (split is not None)
+    log.clear()
+    for st in steps:
+        st.enqueue(0, [v.ptr for v in views(1 << 40)], 7 << 20)
+    got = list(log)
+    assert got == direct(1 << 40, (7 << 20) if split else 0), variant
+    assert len(got) == (3 if direction == "fwd" and split else 2 if split and not coop else 1)
+
+
+def test_launch_rows_switches_are_known() -> None:
+    """Every upper-case global of _rows that launch_rows reads at each launch is one of the
+    switches a prepared launch is checked against (_SWITCHES); the others are fixed."""
+    from baracuda.softmax import _rows
+
+    names = {n for n in vars(_rows) if n.isupper() and not n.startswith("_")}
+    assert names <= set(_rows._SWITCHES) | set(_rows._FIXED), (
+        names - set(_rows._SWITCHES) - set(_rows._FIXED))  # fmt: skip
+    assert not set(_rows._SWITCHES) & set(_rows._FIXED)
+    assert _rows.switch_values()[: len(_rows._SWITCHES)] == tuple(
+        getattr(_rows, n) for n in _rows._SWITCHES)  # fmt: skip

@@ -1,5 +1,5 @@
-"""The functional API's bound path for sparsemax, forward and backward (the scans' is in
-test_scan.py): a call on plain torch tensors whose signatures (dtype, shape, strides,
+"""The functional API's bound path for sparsemax and lerp, forward and backward (the scans' is
+in test_scan.py): a call on plain torch tensors whose signatures (dtype, shape, strides,
 device, address mod 16) a checked call accepted skips the checks and the descriptor. On new
 tensors of those signatures, on another current stream and for every layout, it must give
 what the checked path gives, bit for bit, and the float64 reference."""
@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 
 import baracuda as bc
+from baracuda._functional import FastCall
+from baracuda.elementwise import api as ew_api
+from baracuda.elementwise import reference as ew_ref
 from baracuda.softmax import api as sm_api
 from baracuda.softmax import reference as sm_ref
 from baracuda.types import ElementKind
@@ -52,12 +55,15 @@ def _np64(t: Any) -> np.ndarray:
 
 
 def _bound_and_checked(fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any],
-                       counted: list[int], what: str) -> Any:  # fmt: skip
-    """``fn(*args)`` by the bound path (no checked call counted), on the current stream and on
-    a side stream, each equal bit for bit to the checked path (``stream=`` given)."""
+                       counted: list[int], what: str, fast: list[bool]) -> Any:  # fmt: skip
+    """``fn(*args)`` by the bound path (no checked call counted; its prepared launches run:
+    ``fast``), on the current stream and on a side stream, each equal bit for bit to the
+    checked path (``stream=`` given)."""
     n = len(counted)
     _poison_pool(tuple(args[0].shape), args[0].dtype)
+    fast.clear()
     out = fn(*args, **kw)
+    assert fast == [True], f"{what}: the prepared launches did not run"
     cur = torch.cuda.current_stream()
     side = torch.cuda.Stream()
     side.wait_stream(cur)
@@ -88,10 +94,24 @@ def _count_checked(monkeypatch: Any, module: Any) -> list[int]:
     return counted
 
 
+def _count_fast(monkeypatch: Any) -> list[bool]:
+    """Record what each bound call's prepared launches (FastCall.run) returned."""
+    ran: list[bool] = []
+    real = FastCall.run
+
+    def spy(self: FastCall, ptrs: Any) -> bool:
+        ran.append(real(self, ptrs))
+        return ran[-1]
+
+    monkeypatch.setattr(FastCall, "run", spy)
+    return ran
+
+
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16, ElementKind.F64],
                          ids=lambda e: e.value)  # fmt: skip
 def test_sparsemax_bound_calls(element: ElementKind, monkeypatch: Any) -> None:
     counted = _count_checked(monkeypatch, sm_api)
+    fast = _count_fast(monkeypatch)
     dt = torch_dtype(element)
     for shape in ((37, 129), (300, 65)):
         lx = _layouts(shape, dt, 6)
@@ -103,13 +123,52 @@ def test_sparsemax_bound_calls(element: ElementKind, monkeypatch: Any) -> None:
                 x0 = lx[name].mul_(3)  # sparse rows; in place: the layout stays
                 y0 = bc.sparsemax(x0, axis)  # checked, then bound
                 x1 = _same_signature(x0, 7).mul_(3)
-                y1 = _bound_and_checked(bc.sparsemax, (x1, axis), {}, counted, what)
+                y1 = _bound_and_checked(bc.sparsemax, (x1, axis), {}, counted, what, fast)
                 assert counted == [1, 1], what  # the first call, and the one with stream=
                 want = sm_ref.sparsemax(_np64(x1), axis)
                 assert_close(y1, want, element, what=what)
                 bc.sparsemax_backward(_same_signature(y0, 8), y0, axis)  # checked, then bound
                 dy = _same_signature(y0, 9)
                 dx = _bound_and_checked(bc.sparsemax_backward, (dy, y1, axis), {}, counted,
-                                        what)  # fmt: skip
+                                        what, fast)  # fmt: skip
                 dref = sm_ref.sparsemax_backward(_np64(dy), _np64(y1), axis)
                 assert_close(dx, dref, element, what=f"{what} backward")
+
+
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16, ElementKind.F64],
+                         ids=lambda e: e.value)  # fmt: skip
+def test_lerp_bound_calls(element: ElementKind, monkeypatch: Any) -> None:
+    """lerp and lerp_backward on plain torch tensors: after a checked call, calls of the same
+    signatures (both operands' layouts, the weight) run the prepared launch, bit for bit
+    the checked path's result on the current and a side stream, and the reference; another
+    weight is another call."""
+    counted: list[int] = []
+    real = ew_api.BinaryParamPlan.run
+
+    def spy(self: Any, s: Any, ws: Any, args: Any) -> None:
+        counted.append(1)
+        real(self, s, ws, args)
+
+    monkeypatch.setattr(ew_api.BinaryParamPlan, "run", spy)
+    fast = _count_fast(monkeypatch)
+    dt = torch_dtype(element)
+    for shape in ((37, 129), (300, 65), (1, 4096)):
+        la, lb = _layouts(shape, dt, 11), _layouts(shape, dt, 12)
+        for na, nb in (("contiguous", "contiguous"), ("transposed", "sliced"),
+                       ("offset", "contiguous"), ("sliced", "transposed")):  # fmt: skip
+            for w in (0.3, 0.75):
+                what = f"lerp {na}/{nb} {shape} w={w}"
+                ew_api._BOUND.clear()
+                counted.clear()
+                a0, b0 = la[na], lb[nb]
+                bc.lerp(a0, b0, w)  # checked, then bound
+                a1, b1 = _same_signature(a0, 21), _same_signature(b0, 22)
+                out = _bound_and_checked(bc.lerp, (a1, b1, w), {}, counted, what, fast)
+                assert counted == [1, 1], what
+                want = ew_ref.lerp(_np64(a1), _np64(b1), w)
+                assert_close(out, want, element, what=what)
+                bc.lerp_backward(b0, w)  # checked, then bound
+                da, db = _bound_and_checked(bc.lerp_backward, (b1, w), {}, counted, what, fast)
+                wa, wb = ew_ref.lerp_backward(_np64(b1), w)
+                assert_close(da, wa, element, what=f"{what} da")
+                assert_close(db, wb, element, what=f"{what} db")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ctypes
 import math
+import struct
 from collections.abc import Sequence
+from typing import Any
 
 from baracuda._cuda.abi import shape_arg, strides_arg
 from baracuda._cuda.launch import launch, launch_packed
 from baracuda._cuda.module import LoadedModule
+from baracuda._cuda.replay import Step, active, capture
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import coalesce
@@ -51,15 +54,31 @@ class ElementwiseLauncher:
         if all(not v.ptr & 15 and v.is_contiguous() for v in views):
             lanes = 16 // views[0].itemsize
             grid = max(1, min(-(-(n // lanes) // (BLOCK * VEC_UNROLL)), self._cap))
-            launch_packed(self._vec, (grid, 1, 1), BLOCK, 0, stream, self._fmt,
-                          [*(v.ptr for v in views), scalar, n], self._vec_name)  # fmt: skip
+            values = [*(v.ptr for v in views), scalar, n]
+            launch_packed(self._vec, (grid, 1, 1), BLOCK, 0, stream, self._fmt, values,
+                          self._vec_name)  # fmt: skip
+            if active():  # each argument's bytes
+                args = [struct.pack("@" + f, x) for f, x in zip(self._fmt, values, strict=True)]
+                self._capture(self._vec, grid, self._vec_name, args, views)
             return "vec16"
         shape, strides = coalesce(views[0].shape, [v.strides for v in views])
         grid = max(1, min(-(-n // BLOCK), self._cap))
         ptrs = [ctypes.c_uint64(v.ptr) for v in views]
         c_scalar = ctypes.c_double(scalar) if self._scalar_fmt == "d" else ctypes.c_float(scalar)
-        args = [*ptrs, c_scalar, ctypes.c_int64(n), shape_arg(shape),
-                *(strides_arg(s) for s in strides)]  # fmt: skip
+        cargs = [*ptrs, c_scalar, ctypes.c_int64(n), shape_arg(shape),
+                 *(strides_arg(s) for s in strides)]  # fmt: skip
         name = f"{self._op}_strided"
-        launch(self._module.function(name), (grid, 1, 1), BLOCK, 0, stream, args, name)
+        fn = self._module.function(name)
+        launch(fn, (grid, 1, 1), BLOCK, 0, stream, cargs, name)
+        if active():
+            self._capture(fn, grid, name, [bytes(a) for a in cargs], views)
         return "strided"
+
+    @staticmethod
+    def _capture(fn: Any, grid: int, name: str, args: Sequence[bytes],
+                 views: Sequence[TensorView]) -> None:  # fmt: skip
+        """Hand the launch to the ``capturing`` block around it (``replay``): the views'
+        pointers are its first arguments."""
+        ops = tuple((k, 0, k) for k in range(len(views)))
+        step = Step(fn, (grid, 1, 1), BLOCK, 0, name, tuple(args), ops, (), False, False)
+        capture((step,), tuple(v.ptr for v in views), 0, 0)

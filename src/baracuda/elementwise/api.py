@@ -5,14 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from baracuda._cuda.memory import Workspace
+from baracuda._cuda.replay import Captured, bind_steps, capturing
 from baracuda._functional import (
+    BoundCalls,
+    FastCall,
+    bound_stream,
     element_of,
     empty_like,
     finish,
     is_cuda_array,
     plan_for,
     resolve_stream,
+    run_bound,
 )
+from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.elementwise import reference
 from baracuda.elementwise.lerp import BinaryParamArgs, BinaryParamDescriptor, BinaryParamPlan
 from baracuda.elementwise.lerp_backward import (
@@ -25,6 +31,9 @@ from baracuda.errors import InvalidProblem
 __all__ = ["lerp", "lerp_backward"]
 
 _NO_WORKSPACE = Workspace.none()
+# calls on plain torch CUDA tensors whose checks passed: (op, weight, signatures) -> (the plan,
+# its launch prepared as a FastCall or None) (baracuda._functional.BoundCalls)
+_BOUND = BoundCalls()
 
 
 def _weight(op: str, weight: object) -> float:
@@ -57,14 +66,41 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     InvalidProblem: shapes, dtypes or devices differ.  Unsupported: dtype, rank > 8.
     """
     w = _weight("lerp", weight)
+    key, hit, bound = _BOUND.lookup(stream, ("lerp", w), a, b)
+    if hit is not None:
+        plan, fast = hit
+        sa, sb = bound
+        assert sa is not None and sb is not None
+        out = torch_empty(a)
+        if fast is None or not fast.run((sa[1], sb[1], out.data_ptr())):
+            run_bound(plan, bound_stream(sa[0]), (torch_view(a, *sa), torch_view(b, *sb),
+                                                  torch_out_view(out)))  # fmt: skip
+        return out
     if not is_cuda_array(a, "lerp"):
         return reference.lerp(a, b, w)
     s = resolve_stream(stream, a)
     out = empty_like(a, stream=s)
     plan = plan_for(BinaryParamPlan, s, (a.shape, a.dtype, w),
                     lambda: BinaryParamDescriptor(tuple(a.shape), element_of(a), w))  # fmt: skip
-    plan.run(s, _NO_WORKSPACE, BinaryParamArgs(a, b, out))
+    with capturing() as steps:
+        plan.run(s, _NO_WORKSPACE, BinaryParamArgs(a, b, out))
+    if key is not None:  # torch tensors
+        _BOUND.put(key, (plan, _fast(plan, steps, (bound[0][1], bound[1][1], out.data_ptr()))))  # type: ignore[index]
     return finish(out)
+
+
+def _fast(plan: BinaryParamPlan | BinaryParamBackwardPlan, captured: Captured,
+          ptrs: tuple[int, ...]) -> FastCall | None:  # fmt: skip
+    """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured``), prepared for
+    the later calls of the same signatures; None where they cannot be bound to the arrays."""
+    bound = bind_steps(captured, ptrs, 0)
+    if bound is None:
+        return None
+    return FastCall(plan, bound[0], bound[1], _no_switches, plan.device_id)
+
+
+def _no_switches() -> tuple[object, ...]:
+    return ()
 
 
 def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any, Any]:
@@ -74,13 +110,25 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
     precision as ``lerp``; no gradient flows to the scalar ``weight``.
     """
     w = _weight("lerp_backward", weight)
+    key, hit, bound = _BOUND.lookup(stream, ("lerp_backward", w), dy)
+    if hit is not None:
+        plan, fast = hit
+        sd = bound[0]
+        assert sd is not None
+        da, db = torch_empty(dy), torch_empty(dy)
+        if fast is None or not fast.run((sd[1], da.data_ptr(), db.data_ptr())):
+            run_bound(plan, bound_stream(sd[0]), (torch_view(dy, *sd), torch_out_view(da),
+                                                  torch_out_view(db)))  # fmt: skip
+        return da, db
     if not is_cuda_array(dy, "lerp_backward"):
         return reference.lerp_backward(dy, w)
     s = resolve_stream(stream, dy)
     da, db = empty_like(dy, stream=s), empty_like(dy, stream=s)
     dy_shape = tuple(dy.shape)
-    key = (dy.shape, dy.dtype, w)
-    plan = plan_for(BinaryParamBackwardPlan, s, key,
+    plan = plan_for(BinaryParamBackwardPlan, s, (dy.shape, dy.dtype, w),
                     lambda: BinaryParamBackwardDescriptor(dy_shape, element_of(dy), w))  # fmt: skip
-    plan.run(s, _NO_WORKSPACE, BinaryParamBackwardArgs(dy, da, db))
+    with capturing() as steps:
+        plan.run(s, _NO_WORKSPACE, BinaryParamBackwardArgs(dy, da, db))
+    if key is not None:  # torch tensors
+        _BOUND.put(key, (plan, _fast(plan, steps, (bound[0][1], da.data_ptr(), db.data_ptr()))))  # type: ignore[index]
     return finish(da), finish(db)

@@ -10,10 +10,12 @@ import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from baracuda._cuda import launch as _launch_module
 from baracuda._cuda.abi import shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.launch import MAX_GRID_X, MAX_GRID_YZ, dependent_launches, launch
 from baracuda._cuda.module import LoadedModule
+from baracuda._cuda.replay import Step, active, capture
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import numel, split_axis
@@ -27,6 +29,7 @@ __all__ = [
     "BWD_VARIANTS",
     "variant_for",
     "launch_rows",
+    "switch_values",
     "check_in_place",
     "RowSplit",
     "row_split",
@@ -303,7 +306,7 @@ def launch_rows(
     args.append(ctypes.c_int32(flags))
     if isinstance(split, FwdSplit):
         cnt, cand, row, _ = split.offsets(module.element)
-        fws: list[object] = [ctypes.c_uint64(workspace_ptr + o) for o in (0, cnt, cand, row)]
+        fws: list[object] = [_WsPtr.at(workspace_ptr, o) for o in (0, cnt, cand, row)]
         fws.append(ctypes.c_int64(split.pieces))
         sgrid = (min(split.pieces, MAX_GRID_X), min(rows, MAX_GRID_YZ), 1)
         tgrid = (min(rows, MAX_GRID_X), 1, 1)
@@ -311,25 +314,25 @@ def launch_rows(
         # 73.6 us, 16 x 2^20 269.9 vs 239.9 us)
         for part, g in (("scan", sgrid), ("tau", tgrid), ("write", sgrid)):
             op = f"sparsemax_{direction}_split_{part}"
-            launch(module.function(op), g, SPLIT_BLOCK, 0, stream, [*args, *fws], op)
+            _launch(module, op, g, SPLIT_BLOCK, stream, [*args, *fws], views, workspace_ptr)
         return f"split{split.pieces}{'/vec16' if vec else ''}"
     if split is not None and _coop(module, split):
         op = "sparsemax_bwd_split_coop"
-        cws = [ctypes.c_uint64(workspace_ptr),
-               ctypes.c_uint64(workspace_ptr + split.count_offset(module.element)),
+        cws = [_WsPtr.at(workspace_ptr, 0),
+               _WsPtr.at(workspace_ptr, split.count_offset(module.element)),
                ctypes.c_int64(split.piece), ctypes.c_int64(split.pieces)]  # fmt: skip
-        launch(module.function(op), (split.pieces, rows, 1), SPLIT_BLOCK, 0, stream,
-               [*args, *cws], op, cooperative=True)  # fmt: skip
+        _launch(module, op, (split.pieces, rows, 1), SPLIT_BLOCK, stream, [*args, *cws], views,
+                workspace_ptr, cooperative=True)  # fmt: skip
         return f"split{split.pieces}/coop{'/vec16' if vec else ''}"
     if split is not None:
         element = module.element
-        ws: list[object] = [ctypes.c_uint64(workspace_ptr),
-              ctypes.c_uint64(workspace_ptr + split.count_offset(element))]  # fmt: skip
+        ws: list[object] = [_WsPtr.at(workspace_ptr, 0),
+                            _WsPtr.at(workspace_ptr, split.count_offset(element))]  # fmt: skip
         parts = ("sum", "write")
         if SPLIT_LIST and split.piece * views[0].itemsize >= SPLIT_LIST_MIN_BYTES:
             parts = ("zero", "fix")
-            ws += [ctypes.c_uint64(workspace_ptr + split.listed_offset(element)),
-                   ctypes.c_uint64(workspace_ptr + split.list_offset(element))]  # fmt: skip
+            ws += [_WsPtr.at(workspace_ptr, split.listed_offset(element)),
+                   _WsPtr.at(workspace_ptr, split.list_offset(element))]  # fmt: skip
             if views[2].ptr == views[1].ptr:  # dx is y: the first kernel keeps y on the support
                 args[-1] = ctypes.c_int32(flags | 4)
         ws += [ctypes.c_int64(split.piece), ctypes.c_int64(split.pieces)]
@@ -337,8 +340,8 @@ def launch_rows(
         dep = dependent_launches(module.arch)
         for part in parts:
             op = f"sparsemax_{direction}_split_{part}"
-            launch(module.function(op), sgrid, SPLIT_BLOCK, 0, stream, [*args, *ws], op,
-                   dependent=dep and part == parts[1])  # fmt: skip
+            _launch(module, op, sgrid, SPLIT_BLOCK, stream, [*args, *ws], views, workspace_ptr,
+                    dependent=dep and part == parts[1])  # fmt: skip
         return f"split{split.pieces}{'/vec16' if vec else ''}"
     op = f"sparsemax_{direction}_{var.name}"
     staged = (direction == "bwd" and var.name in BWD_STAGED
@@ -346,5 +349,53 @@ def launch_rows(
     if staged:
         op += "_staged"
         grid = min(grid, module.sm_count * module.resident_blocks(op, var.block))
-    launch(module.function(op), (grid, 1, 1), var.block, 0, stream, args, op)
+    _launch(module, op, (grid, 1, 1), var.block, stream, args, views, workspace_ptr)
     return f"{var.name}{'/staged' if staged else ''}{'/vec16' if vec else ''}"
+
+
+class _WsPtr(ctypes.c_uint64):
+    """A kernel argument that points into the workspace, ``offset`` bytes in (a prepared
+    launch patches it from the workspace's address: ``replay``)."""
+
+    offset: int
+
+    @classmethod
+    def at(cls, workspace_ptr: int, offset: int) -> _WsPtr:
+        p = cls(workspace_ptr + offset)
+        p.offset = offset
+        return p
+
+
+def _launch(module: LoadedModule, op: str, grid: tuple[int, int, int], block: int,
+            stream: Stream, args: list[object], views: Sequence[TensorView], workspace_ptr: int,
+            **flags: bool) -> None:  # fmt: skip
+    """Launch ``op`` with ``args`` (the views' pointers first, the workspace's as _WsPtr;
+    ``flags``: ``launch``'s dependent and cooperative) and hand it to the ``capturing``
+    block around it, if any."""
+    fn = module.function(op)
+    launch(fn, grid, block, 0, stream, args, op, **flags)
+    if active():
+        dependent = flags.get("dependent", False)
+        cooperative = flags.get("cooperative", False)
+        ops = tuple((k, 0, k) for k in range(len(views)))
+        states = tuple((k, 0, a.offset) for k, a in enumerate(args) if isinstance(a, _WsPtr))
+        raw = tuple(bytes(a) for a in args)  # type: ignore[call-overload]
+        step = Step(fn, grid, block, 0, op, raw, ops, states, dependent, cooperative)
+        capture((step,), tuple(v.ptr for v in views), workspace_ptr, workspace_ptr)
+
+
+# The module's switches that launch_rows reads at each launch: a prepared launch (the
+# functional API's bound calls) holds while they keep the values it was made under.
+_SWITCHES = ("BWD_STAGED", "BWD_STAGED_ITEMSIZES", "DY_WITH_Y", "SPLIT_LIST",
+             "SPLIT_LIST_MIN_BYTES", "SPLIT_COOP")  # fmt: skip
+# the others: the variants' tables, sizes mirrored by sparsemax.cu, and what a plan reads once
+# (the splits)
+_FIXED = ("VARIANTS", "BWD_VARIANTS", "SPARSEMAX_SOURCE", "SPLIT_BLOCKS_PER_SM",
+          "SPLIT_MIN_PIECE", "SPLIT_BLOCK", "SPLIT_LIST_LEN", "SPLIT_COOP_PIECE",
+          "FWD_SPLIT_PIECE", "FWD_SPLIT_CAND", "MAX_GRID_X", "MAX_GRID_YZ")  # fmt: skip
+
+
+def switch_values() -> tuple[object, ...]:
+    """The values of ``_SWITCHES`` and of the dependent-launch switch, now."""
+    g = globals()
+    return (*(g[n] for n in _SWITCHES), _launch_module.DEPENDENT_LAUNCH)

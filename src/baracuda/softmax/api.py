@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from baracuda._cuda.replay import Captured, bind_steps, capturing
 from baracuda._functional import (
     BoundCalls,
+    FastCall,
     bound_stream,
     cached_plan,
     element_of,
@@ -19,6 +21,7 @@ from baracuda._functional import (
 from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.errors import InvalidProblem
 from baracuda.softmax import reference
+from baracuda.softmax._rows import switch_values
 from baracuda.softmax.sparsemax import SparsemaxArgs, SparsemaxDescriptor, SparsemaxPlan
 from baracuda.softmax.sparsemax_backward import (
     SparsemaxBackwardArgs,
@@ -66,21 +69,35 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     InvalidProblem: bad axis, 0-d input.  Unsupported: dtype, rank > 8.
     """
     ax = _axis("sparsemax", axis)
-    key, plan, bound = _BOUND.lookup(stream, ("sparsemax", ax), x)
-    if plan is not None:
+    key, hit, bound = _BOUND.lookup(stream, ("sparsemax", ax), x)
+    if hit is not None:
+        plan, fast = hit
         sig = bound[0]
         assert sig is not None
         out = torch_empty(x)
-        run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(out)))
+        if fast is None or not fast.run((sig[1], out.data_ptr())):
+            run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(out)))
         return out
     if not is_cuda_array(x, "sparsemax"):
         return reference.sparsemax(x, ax)
     s = resolve_stream(stream, x)
     out = empty_like(x, stream=s)
     plan = cached_plan(SparsemaxPlan, s, SparsemaxDescriptor(tuple(x.shape), ax, element_of(x)))
-    run_plan(plan, s, SparsemaxArgs(x, out))
-    _BOUND.put(key, plan)
+    with capturing() as steps:
+        run_plan(plan, s, SparsemaxArgs(x, out))
+    if key is not None:  # torch tensors
+        _BOUND.put(key, (plan, _fast(plan, steps, (bound[0][1], out.data_ptr()))))  # type: ignore[index]
     return finish(out)
+
+
+def _fast(plan: SparsemaxPlan | SparsemaxBackwardPlan, captured: Captured,
+          ptrs: tuple[int, ...]) -> FastCall | None:  # fmt: skip
+    """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured``), prepared for
+    the later calls of the same signatures; None where they cannot be bound to the arrays."""
+    bound = bind_steps(captured, ptrs, plan.workspace_size())
+    if bound is None:
+        return None
+    return FastCall(plan, bound[0], bound[1], switch_values, plan.device_id)
 
 
 def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None) -> Any:
@@ -100,13 +117,15 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     """
     ax = _axis("sparsemax_backward", axis)
     # a missing y has no signature: its checked call raises, so its key is never put
-    key, plan, bound = _BOUND.lookup(stream, ("sparsemax_backward", ax), dy, y)
-    if plan is not None:
+    key, hit, bound = _BOUND.lookup(stream, ("sparsemax_backward", ax), dy, y)
+    if hit is not None:
+        plan, fast = hit
         sd, sy = bound
         assert sd is not None and sy is not None
         dx = torch_empty(dy)
-        run_bound(plan, bound_stream(sd[0]), (torch_view(dy, *sd), torch_view(y, *sy),
-                                              torch_out_view(dx)))  # fmt: skip
+        if fast is None or not fast.run((sd[1], sy[1], dx.data_ptr())):
+            run_bound(plan, bound_stream(sd[0]), (torch_view(dy, *sd), torch_view(y, *sy),
+                                                  torch_out_view(dx)))  # fmt: skip
         return dx
     if not is_cuda_array(dy, "sparsemax_backward"):
         return reference.sparsemax_backward(dy, y, ax)
@@ -114,6 +133,10 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     dx = empty_like(dy, stream=s)
     desc = SparsemaxBackwardDescriptor(tuple(dy.shape), ax, element_of(dy))
     plan = cached_plan(SparsemaxBackwardPlan, s, desc)
-    run_plan(plan, s, SparsemaxBackwardArgs(dy, y, dx))
-    _BOUND.put(key, plan)
+    with capturing() as steps:
+        run_plan(plan, s, SparsemaxBackwardArgs(dy, y, dx))
+    if key is not None:  # torch tensors
+        sd, sy = bound
+        assert sd is not None and sy is not None
+        _BOUND.put(key, (plan, _fast(plan, steps, (sd[1], sy[1], dx.data_ptr()))))
     return finish(dx)
