@@ -80,10 +80,11 @@ def copy_bandwidth() -> float:
     return 2 * n * 4 / (t["ms"] / 1e3)
 
 
-def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
-    """Host time per call (µs) of small launches: baracuda's plan.run and functional lerp
-    next to torch.lerp, and the functional cumsum of a (64, n) tensor next to torch.cumsum,
-    queue kept non-empty, averaged over ``calls``."""
+def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dict[str, Any]]:
+    """Host time per call (µs) of small launches, queue kept non-empty: every functional op
+    on (64, ``n``) f32 torch tensors (lerp on ``n`` elements, with ``plan.run``), forward and
+    backward, next to torch's call for the same work where it has one (``peer``); the median
+    of ``rounds`` rounds of ``calls`` calls each."""
     import torch
 
     import baracuda as bc
@@ -94,27 +95,50 @@ def host_overhead(n: int = 1024, calls: int = 2000) -> list[dict[str, Any]]:
     plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((n,), bc.ElementKind.F32, 0.3))
     args = bc.BinaryParamArgs(a, b, out)
     ws = bc.Workspace.none()
-    rows2d = torch.rand(64, n, device="cuda")
-    # each call and its elements
-    fns: dict[str, tuple[Callable[[], object], int]] = {
-        "baracuda plan.run": (lambda: plan.run(s, ws, args), n),
-        "baracuda.lerp": (lambda: bc.lerp(a, b, 0.3), n),
-        "torch.lerp(out=)": (lambda: torch.lerp(a, b, 0.3, out=out), n),
-        "torch.lerp": (lambda: torch.lerp(a, b, 0.3), n),
-        "baracuda.cumsum": (lambda: bc.cumsum(rows2d, axis=1), rows2d.numel()),
-        "torch.cumsum": (lambda: torch.cumsum(rows2d, 1), rows2d.numel()),
+    x = torch.randn(64, n, device="cuda")
+    dy, cp = torch.randn_like(x), torch.cumprod(x, 1)
+    sm = bc.sparsemax(x, 1)
+    # each call: (function, elements, torch's call for the same work or None)
+    fns: dict[str, tuple[Callable[[], object], int, str | None]] = {
+        "baracuda plan.run (lerp)": (lambda: plan.run(s, ws, args), n, "torch.lerp(out=)"),
+        "baracuda.lerp": (lambda: bc.lerp(a, b, 0.3), n, "torch.lerp"),
+        "torch.lerp(out=)": (lambda: torch.lerp(a, b, 0.3, out=out), n, None),
+        "torch.lerp": (lambda: torch.lerp(a, b, 0.3), n, None),
+        "baracuda.lerp_backward": (lambda: bc.lerp_backward(a, 0.3), n, None),
+        "baracuda.cumsum": (lambda: bc.cumsum(x, axis=1), x.numel(), "torch.cumsum"),
+        "torch.cumsum": (lambda: torch.cumsum(x, 1), x.numel(), None),
+        "baracuda.cummax": (lambda: bc.cummax(x, 1), x.numel(), "torch.cummax"),
+        "torch.cummax": (lambda: torch.cummax(x, 1), x.numel(), None),
+        "baracuda.logcumsumexp": (
+            lambda: bc.logcumsumexp(x, 1), x.numel(), "torch.logcumsumexp"),
+        "torch.logcumsumexp": (lambda: torch.logcumsumexp(x, 1), x.numel(), None),
+        "baracuda.scan_backward cumprod": (
+            lambda: bc.scan_backward("cumprod", dy, x=x, y=cp, axis=1), x.numel(), None),
+        "baracuda.scan_backward cummax": (
+            lambda: bc.scan_backward("cummax", dy, x=x, axis=1), x.numel(), None),
+        "baracuda.sparsemax": (lambda: bc.sparsemax(x, 1), x.numel(), "torch.softmax"),
+        "torch.softmax": (lambda: torch.softmax(x, 1), x.numel(), None),
+        "baracuda.sparsemax_backward": (
+            lambda: bc.sparsemax_backward(dy, sm, 1), x.numel(), None),
     }
     rows = []
-    for name, (fn, size) in fns.items():
+    for name, (fn, size, peer) in fns.items():
         for _ in range(100):
             fn()
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        rows.append({"call": name, "n": size, "host_us": (t1 - t0) / calls * 1e6})
+        times = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            times.append((t1 - t0) / calls * 1e6)
+        times.sort()
+        row: dict[str, Any] = {"call": name, "n": size, "host_us": times[len(times) // 2]}
+        if peer is not None:
+            row["peer"] = peer
+        rows.append(row)
     return rows
 
 
