@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from baracuda._cuda.device import ensure_current
 from baracuda._cuda.memory import Workspace
+from baracuda._cuda.replay import Captured, bind_steps
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS, element_kind_of
@@ -38,6 +39,7 @@ __all__ = [
     "run_plan",
     "BoundCalls",
     "FastCall",
+    "run_hit",
     "bound_args",
     "bound_stream",
     "run_bound",
@@ -132,6 +134,8 @@ def run_plan(plan: _RunnablePlan[A], stream: Stream, args: A) -> None:
 
 
 class _BoundPlan(Protocol[V]):
+    device_id: int
+
     def workspace_size(self) -> int: ...
     def _run_bound(self, stream: Stream, workspace: Workspace, views: V) -> None: ...
 
@@ -254,6 +258,17 @@ class FastCall:
         self._values = switches()
         self._device_id = device_id
 
+    @classmethod
+    def bind(cls, plan: _BoundPlan[Any], captured: Captured, ptrs: Sequence[int],
+             switches: Callable[[], tuple[object, ...]]) -> FastCall | None:  # fmt: skip
+        """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured`` by
+        ``replay.capturing`` around a checked call), prepared for later calls of the same
+        signatures under ``switches``; None where they cannot be bound to those arrays."""
+        bound = bind_steps(captured, ptrs, plan.workspace_size())
+        if bound is None:
+            return None
+        return cls(plan, bound[0], bound[1], switches, plan.device_id)
+
     def run(self, ptrs: Sequence[int]) -> bool:
         """Enqueue the steps for arrays at ``ptrs`` (in the order the steps were bound to);
         False, with nothing enqueued, where a switch changed since (take ``run_bound``)."""
@@ -275,6 +290,17 @@ class FastCall:
         finally:
             ws.release(stream)
         return True
+
+
+def run_hit(hit: tuple[Any, FastCall | None], ptrs: Sequence[int], signature: tuple[Any, ...],
+            views: Callable[[], Any]) -> None:  # fmt: skip
+    """Enqueue a bound call (``hit``: the plan and its prepared launches, from
+    ``BoundCalls``): the prepared launches for the arrays at ``ptrs`` (in the order of the
+    plan's views), else the plan's path for ``views()`` (``run_bound``, on the stream of the
+    tensor of ``signature``)."""
+    plan, fast = hit
+    if fast is None or not fast.run(ptrs):
+        run_bound(plan, bound_stream(signature), views())
 
 
 class JaxOutput:

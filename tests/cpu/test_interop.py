@@ -198,11 +198,11 @@ def test_bound_backward_passes_the_saved_tensors_its_kind_needs(
     ptr = {"dy": 16, "x": 32, "y": 48}
     # a signature's fourth field is the device
     monkeypatch.setattr(_functional, "torch_signature", lambda t: (("sig", t, 0, 0), ptr[t]))
-    monkeypatch.setattr(api, "bound_stream", lambda sig: 0)
+    monkeypatch.setattr(_functional, "bound_stream", lambda sig: 0)
     monkeypatch.setattr(api, "torch_empty", lambda like, dtype=None: _Out("dx"))
     monkeypatch.setattr(api, "torch_view", lambda t, sig, p: f"view {t}")
     monkeypatch.setattr(api, "torch_out_view", lambda t: f"out {t}")
-    monkeypatch.setattr(api, "run_bound", lambda plan, s, views: seen.append(views))
+    monkeypatch.setattr(_functional, "run_bound", lambda plan, s, views: seen.append(views))
     monkeypatch.setattr(api, "_BOUND", _functional.BoundCalls())
     key = (k, 1, False, api.TieBreak.FIRST, ("sig", "dy", 0, 0), ("sig", "x", 0, 0),
            ("sig", "y", 0, 0))  # fmt: skip

@@ -973,11 +973,10 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     assert f"kCoopRegRows = sizeof(T) == 2 ? {r(2)} : sizeof(T) == 4 ? {r(4)} : {r(8)};" in text
 
 
-def test_launch_recipes_replay_what_launch_scan_enqueues(monkeypatch: pytest.MonkeyPatch) -> None:
-    """LaunchCache: a second call with other addresses (same strides and alignment) enqueues
-    exactly what launch_scan enqueues for them (kernels, grids, shared memory, parameter
-    bytes, zeroing and memsets), over the layouts' paths; other strides, alignment or
-    switches record anew."""
+def _logged_h100(monkeypatch: pytest.MonkeyPatch) -> tuple[_FakeModule, list[tuple[object, ...]]]:
+    """A fake H100 module (132 SMs, cooperative; ``function`` names its kernel) and the log
+    of every launch and memset the scan code makes (first launches and replays alike): each
+    launch's kernel, grid, block, shared memory, name, flags and argument bytes."""
     from baracuda._cuda.device import DeviceInfo
     from baracuda.scan import _kernels as K
 
@@ -996,6 +995,17 @@ def test_launch_recipes_replay_what_launch_scan_enqueues(monkeypatch: pytest.Mon
 
     _patch(monkeypatch, "launch", spy)
     _patch(monkeypatch, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
+    return mod, log
+
+
+def test_launch_recipes_replay_what_launch_scan_enqueues(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LaunchCache: a second call with other addresses (same strides and alignment) enqueues
+    exactly what launch_scan enqueues for them (kernels, grids, shared memory, parameter
+    bytes, zeroing and memsets), over the layouts' paths; other strides, alignment or
+    switches record anew."""
+    from baracuda.scan import _kernels as K
+
+    mod, log = _logged_h100(monkeypatch)
 
     def enqueue(cache: K.LaunchCache | None, shape: tuple[int, ...], axis: int,
                 strides: tuple[int, ...], base: int, ws: int, op: str = "sum",
@@ -1231,24 +1241,9 @@ def test_bound_steps_replay_a_plan_run_for_other_arrays(monkeypatch: pytest.Monk
     another workspace exactly what launch_scan (and the fused cummax backward, flags in the
     workspace) enqueue for those addresses; they are refused where two arrays share an
     address, or an operand is neither an array nor in the workspace."""
-    from baracuda._cuda.device import DeviceInfo
     from baracuda.scan import _kernels as K
 
-    info = DeviceInfo(0, "H100", "sm_90", 132, 232448, 50 * 2**20, True)
-    monkeypatch.setattr(K, "device_info", lambda device_id: info)
-    mod = _FakeModule(1)
-    mod.arch = "sm_90"  # type: ignore[attr-defined]
-    mod.function = lambda name, smem=0: f"fn:{name}"  # type: ignore[attr-defined]
-    log: list[tuple[object, ...]] = []
-
-    def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
-            args: list[object], name: str = "", *, dependent: bool = False,
-            cooperative: bool = False) -> None:  # fmt: skip
-        log.append((fn, grid, block, smem, name, dependent, cooperative,
-                    tuple(bytes(a) for a in args)))  # type: ignore[call-overload]  # fmt: skip
-
-    _patch(monkeypatch, "launch", spy)
-    _patch(monkeypatch, "memset_zero", lambda p, n, s: log.append(("memset", p, n)))
+    mod, log = _logged_h100(monkeypatch)
     offset, ws_bytes = 4096, 1 << 20  # the states after 4 KiB of the workspace (the flags')
     for lookback in (True, False):
         monkeypatch.setattr(K, "LOOKBACK", lookback)

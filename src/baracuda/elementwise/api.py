@@ -5,18 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from baracuda._cuda.memory import Workspace
-from baracuda._cuda.replay import Captured, bind_steps, capturing
+from baracuda._cuda.replay import capturing
 from baracuda._functional import (
     BoundCalls,
     FastCall,
-    bound_stream,
     element_of,
     empty_like,
     finish,
     is_cuda_array,
     plan_for,
     resolve_stream,
-    run_bound,
+    run_hit,
 )
 from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.elementwise import reference
@@ -68,13 +67,11 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     w = _weight("lerp", weight)
     key, hit, bound = _BOUND.lookup(stream, ("lerp", w), a, b)
     if hit is not None:
-        plan, fast = hit
         sa, sb = bound
         assert sa is not None and sb is not None
         out = torch_empty(a)
-        if fast is None or not fast.run((sa[1], sb[1], out.data_ptr())):
-            run_bound(plan, bound_stream(sa[0]), (torch_view(a, *sa), torch_view(b, *sb),
-                                                  torch_out_view(out)))  # fmt: skip
+        run_hit(hit, (sa[1], sb[1], out.data_ptr()), sa[0],
+                lambda: (torch_view(a, *sa), torch_view(b, *sb), torch_out_view(out)))  # fmt: skip
         return out
     if not is_cuda_array(a, "lerp"):
         return reference.lerp(a, b, w)
@@ -85,21 +82,13 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     with capturing() as steps:
         plan.run(s, _NO_WORKSPACE, BinaryParamArgs(a, b, out))
     if key is not None:  # torch tensors
-        _BOUND.put(key, (plan, _fast(plan, steps, (bound[0][1], bound[1][1], out.data_ptr()))))  # type: ignore[index]
+        ptrs = (bound[0][1], bound[1][1], out.data_ptr())  # type: ignore[index]
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, _no_switches)))
     return finish(out)
 
 
-def _fast(plan: BinaryParamPlan | BinaryParamBackwardPlan, captured: Captured,
-          ptrs: tuple[int, ...]) -> FastCall | None:  # fmt: skip
-    """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured``), prepared for
-    the later calls of the same signatures; None where they cannot be bound to the arrays."""
-    bound = bind_steps(captured, ptrs, 0)
-    if bound is None:
-        return None
-    return FastCall(plan, bound[0], bound[1], _no_switches, plan.device_id)
-
-
 def _no_switches() -> tuple[object, ...]:
+    """The elementwise launcher reads no switches."""
     return ()
 
 
@@ -112,13 +101,11 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
     w = _weight("lerp_backward", weight)
     key, hit, bound = _BOUND.lookup(stream, ("lerp_backward", w), dy)
     if hit is not None:
-        plan, fast = hit
         sd = bound[0]
         assert sd is not None
         da, db = torch_empty(dy), torch_empty(dy)
-        if fast is None or not fast.run((sd[1], da.data_ptr(), db.data_ptr())):
-            run_bound(plan, bound_stream(sd[0]), (torch_view(dy, *sd), torch_out_view(da),
-                                                  torch_out_view(db)))  # fmt: skip
+        run_hit(hit, (sd[1], da.data_ptr(), db.data_ptr()), sd[0],
+                lambda: (torch_view(dy, *sd), torch_out_view(da), torch_out_view(db)))  # fmt: skip
         return da, db
     if not is_cuda_array(dy, "lerp_backward"):
         return reference.lerp_backward(dy, w)
@@ -130,5 +117,6 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
     with capturing() as steps:
         plan.run(s, _NO_WORKSPACE, BinaryParamBackwardArgs(dy, da, db))
     if key is not None:  # torch tensors
-        _BOUND.put(key, (plan, _fast(plan, steps, (bound[0][1], da.data_ptr(), db.data_ptr()))))  # type: ignore[index]
+        ptrs = (bound[0][1], da.data_ptr(), db.data_ptr())  # type: ignore[index]
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, _no_switches)))
     return finish(da), finish(db)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from baracuda._cuda.replay import Captured, bind_steps, capturing
+from baracuda._cuda.replay import capturing
 from baracuda._functional import (
     BoundCalls,
     FastCall,
-    bound_stream,
     cached_plan,
     element_of,
     empty_like,
     finish,
     is_cuda_array,
     resolve_stream,
-    run_bound,
+    run_hit,
     run_plan,
 )
 from baracuda._interop import torch_empty, torch_out_view, torch_view
@@ -70,15 +69,13 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
     extremum = kind in (ScanKind.CUMMAX, ScanKind.CUMMIN)
     key, hit, bound = _BOUND.lookup(stream, (kind, axis, reverse, tie_break), x)
     if hit is not None:
-        plan, fast = hit
         sig = bound[0]
         assert sig is not None
         y = torch_empty(x)
         idx = torch_empty(x, "int64") if extremum else None
-        ptrs = (sig[1], y.data_ptr(), 0 if idx is None else idx.data_ptr())
-        if fast is None or not fast.run(ptrs):
-            iv = None if idx is None else torch_out_view(idx)
-            run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(y), iv))
+        run_hit(hit, (sig[1], y.data_ptr(), 0 if idx is None else idx.data_ptr()), sig[0],
+                lambda: (torch_view(x, *sig), torch_out_view(y),
+                         None if idx is None else torch_out_view(idx)))  # fmt: skip
         return (y, idx) if extremum else y
     if not is_cuda_array(x, kind.value):
         return reference.scan(kind, x, axis, reverse, tie_break)
@@ -91,19 +88,8 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
         run_plan(plan, s, ScanArgs(x, y, idx))
     if key is not None:  # torch tensors: y and idx too
         ptrs = (bound[0][1], y.data_ptr(), 0 if idx is None else idx.data_ptr())  # type: ignore[index]
-        _BOUND.put(key, (plan, _fast(plan, steps, ptrs)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, switch_values)))
     return (finish(y), finish(idx)) if extremum else finish(y)
-
-
-def _fast(plan: ScanPlan | ScanBackwardPlan, captured: Captured,
-          ptrs: tuple[int, ...]) -> FastCall | None:  # fmt: skip
-    """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured``), prepared for
-    the later calls of the same signatures; None where they cannot be bound to the arrays."""
-    bound = bind_steps(captured, ptrs, plan.workspace_size())
-    if bound is None:
-        return None
-    steps, uses_ws = bound
-    return FastCall(plan, steps, uses_ws, switch_values, plan.device_id)
 
 
 _DOC = """
@@ -192,18 +178,16 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     tb = _tie("scan_backward", tie_break)
     key, hit, bound = _BOUND.lookup(stream, (k, axis, reverse, tb), dy, x, y)
     if hit is not None:
-        plan, fast = hit
-        sig, sx, sy = bound
-        assert sig is not None
+        bd, bx, by = bound
+        assert bd is not None
         dx = torch_empty(dy)
-        sx = sx if needs_saved_x(k) else None
-        sy = sy if needs_saved_y(k) else None
-        ptrs = (sig[1], dx.data_ptr(), 0 if sx is None else sx[1], 0 if sy is None else sy[1])
-        if fast is None or not fast.run(ptrs):
-            xv = None if sx is None else torch_view(x, *sx)
-            yv = None if sy is None else torch_view(y, *sy)
-            run_bound(plan, bound_stream(sig[0]), (torch_view(dy, *sig), torch_out_view(dx),
-                                                   xv, yv))  # fmt: skip
+        bx = bx if needs_saved_x(k) else None  # the saved tensors the kind reads
+        by = by if needs_saved_y(k) else None
+        ptrs = (bd[1], dx.data_ptr(), 0 if bx is None else bx[1], 0 if by is None else by[1])
+        run_hit(hit, ptrs, bd[0],
+                lambda: (torch_view(dy, *bd), torch_out_view(dx),
+                         None if bx is None else torch_view(x, *bx),
+                         None if by is None else torch_view(y, *by)))  # fmt: skip
         return dx
     if not is_cuda_array(dy, "scan_backward"):
         return reference.scan_backward(k, dy, x=x, y=y, axis=axis, reverse=reverse,
@@ -219,5 +203,5 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
         assert sig is not None
         ptrs = (sig[1], dx.data_ptr(), sx[1] if sx is not None and needs_saved_x(k) else 0,
                 sy[1] if sy is not None and needs_saved_y(k) else 0)  # fmt: skip
-        _BOUND.put(key, (plan, _fast(plan, steps, ptrs)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, switch_values)))
     return finish(dx)

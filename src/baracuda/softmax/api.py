@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from baracuda._cuda.replay import Captured, bind_steps, capturing
+from baracuda._cuda.replay import capturing
 from baracuda._functional import (
     BoundCalls,
     FastCall,
-    bound_stream,
     cached_plan,
     element_of,
     empty_like,
     finish,
     is_cuda_array,
     resolve_stream,
-    run_bound,
+    run_hit,
     run_plan,
 )
 from baracuda._interop import torch_empty, torch_out_view, torch_view
@@ -71,12 +70,11 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     ax = _axis("sparsemax", axis)
     key, hit, bound = _BOUND.lookup(stream, ("sparsemax", ax), x)
     if hit is not None:
-        plan, fast = hit
         sig = bound[0]
         assert sig is not None
         out = torch_empty(x)
-        if fast is None or not fast.run((sig[1], out.data_ptr())):
-            run_bound(plan, bound_stream(sig[0]), (torch_view(x, *sig), torch_out_view(out)))
+        run_hit(hit, (sig[1], out.data_ptr()), sig[0],
+                lambda: (torch_view(x, *sig), torch_out_view(out)))  # fmt: skip
         return out
     if not is_cuda_array(x, "sparsemax"):
         return reference.sparsemax(x, ax)
@@ -86,18 +84,9 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     with capturing() as steps:
         run_plan(plan, s, SparsemaxArgs(x, out))
     if key is not None:  # torch tensors
-        _BOUND.put(key, (plan, _fast(plan, steps, (bound[0][1], out.data_ptr()))))  # type: ignore[index]
+        ptrs = (bound[0][1], out.data_ptr())  # type: ignore[index]
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, switch_values)))
     return finish(out)
-
-
-def _fast(plan: SparsemaxPlan | SparsemaxBackwardPlan, captured: Captured,
-          ptrs: tuple[int, ...]) -> FastCall | None:  # fmt: skip
-    """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured``), prepared for
-    the later calls of the same signatures; None where they cannot be bound to the arrays."""
-    bound = bind_steps(captured, ptrs, plan.workspace_size())
-    if bound is None:
-        return None
-    return FastCall(plan, bound[0], bound[1], switch_values, plan.device_id)
 
 
 def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None) -> Any:
@@ -119,13 +108,11 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     # a missing y has no signature: its checked call raises, so its key is never put
     key, hit, bound = _BOUND.lookup(stream, ("sparsemax_backward", ax), dy, y)
     if hit is not None:
-        plan, fast = hit
-        sd, sy = bound
-        assert sd is not None and sy is not None
+        bd, by = bound
+        assert bd is not None and by is not None
         dx = torch_empty(dy)
-        if fast is None or not fast.run((sd[1], sy[1], dx.data_ptr())):
-            run_bound(plan, bound_stream(sd[0]), (torch_view(dy, *sd), torch_view(y, *sy),
-                                                  torch_out_view(dx)))  # fmt: skip
+        run_hit(hit, (bd[1], by[1], dx.data_ptr()), bd[0],
+                lambda: (torch_view(dy, *bd), torch_view(y, *by), torch_out_view(dx)))  # fmt: skip
         return dx
     if not is_cuda_array(dy, "sparsemax_backward"):
         return reference.sparsemax_backward(dy, y, ax)
@@ -138,5 +125,6 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     if key is not None:  # torch tensors
         sd, sy = bound
         assert sd is not None and sy is not None
-        _BOUND.put(key, (plan, _fast(plan, steps, (sd[1], sy[1], dx.data_ptr()))))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, (sd[1], sy[1], dx.data_ptr()),
+                                             switch_values)))  # fmt: skip
     return finish(dx)
