@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from baracuda._cuda.device import ensure_current
 from baracuda._cuda.memory import Workspace
-from baracuda._cuda.replay import Captured, bind_steps
+from baracuda._cuda.replay import Captured, Step, bind_steps
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS, element_kind_of
@@ -233,23 +233,19 @@ class BoundCalls:
         return len(self._calls)
 
 
-class _Step(Protocol):
-    def enqueue(self, stream: int, ptrs: Sequence[int], base: int) -> None: ...
-
-
 class FastCall:
     """A bound call's launches, prepared: the steps a checked call of a plan enqueued (their
     pointers taken from the call's arrays and from the workspace), enqueued again for arrays
     of the same signatures on torch's current stream, with a scratch workspace where a step
     uses one. It skips the plan's per-call path (views, the launch recipes' keys, the
-    parameters' construction): on the H100's host, bc.cumsum of a (64, 1024) f32 tensor took
-    26.1 us a call through ``run_bound``, against 10.3 for torch.cumsum. Valid while the
-    switches the steps were chosen under (``switches()``, compared at each call) keep their
-    values."""
+    parameters' construction): on an H100's host, bc.cumsum of a (64, 1024) f32 tensor took
+    26.1 us a call through ``run_bound`` and 14.9 this way, against 10.2 for torch.cumsum
+    (docs/benchmarks.md, round 24). Valid while the switches the steps were chosen under
+    (``switches()``, compared at each call) keep their values."""
 
     __slots__ = ("_device_id", "_plan", "_steps", "_switches", "_uses_ws", "_values")
 
-    def __init__(self, plan: _BoundPlan[Any], steps: Sequence[_Step], uses_ws: bool,
+    def __init__(self, plan: _BoundPlan[Any], steps: Sequence[Step], uses_ws: bool,
                  switches: Callable[[], tuple[object, ...]], device_id: int) -> None:  # fmt: skip
         self._plan = plan
         self._steps = tuple(steps)

@@ -93,8 +93,7 @@ def launch_raw(
 ) -> None:
     """``launch`` at its lowest level: ``stream`` a ``CUstream`` (or a raw handle) and
     ``kernel_params`` the address of the ``void*`` array of the arguments' addresses (read
-    by the driver during the call). For paths that enqueue prepared arguments on every call
-    (``baracuda.scan._kernels``' launch recipes)."""
+    by the driver during the call)."""
     if dependent or cooperative:
         cfg = _configs.get(dependent, cooperative)
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
