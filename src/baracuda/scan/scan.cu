@@ -538,6 +538,40 @@ __device__ __forceinline__ void store_pairs(i64* dst, int4* slots) {
   __syncwarp();
 }
 
+// A word of B bytes (2 to 16): B one-byte flags (the cummax backward's winner flags) moved
+// in one access, B-byte aligned.
+template <int B>
+struct Bytes;
+template <>
+struct Bytes<2> {
+  typedef unsigned short type;
+};
+template <>
+struct Bytes<4> {
+  typedef unsigned type;
+};
+template <>
+struct Bytes<8> {
+  typedef uint2 type;
+};
+template <>
+struct Bytes<16> {
+  typedef uint4 type;
+};
+
+template <int B>
+__device__ __forceinline__ void load_bytes(unsigned char* b, const unsigned char* src) {
+  const typename Bytes<B>::type w = *reinterpret_cast<const typename Bytes<B>::type*>(src);
+  memcpy(b, &w, B);
+}
+
+template <int B>
+__device__ __forceinline__ void store_bytes(unsigned char* dst, const unsigned char* b) {
+  typename Bytes<B>::type w;
+  memcpy(&w, b, B);
+  *reinterpret_cast<typename Bytes<B>::type*>(dst) = w;
+}
+
 // cummax/cummin's AUX output of one thread's K positions (scan order k, physical pstart +
 // (kRev ? K - 1 - k : k) on the vector path): int64 winner indices, or (mode & 4) uint8
 // "own winner" flags (kOwn: `win` holds them, 1 or 0, else they are win == the position);
@@ -572,20 +606,7 @@ __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 q
       for (int k = 0; k < K; ++k)
         b[kRev ? K - 1 - k : k] =
             kOwn ? (unsigned char)win[k] : win[k] == (kRev ? P.n - 1 - (qt + k) : qt + k);
-      unsigned char* dst = static_cast<unsigned char*>(P.op[AUX].ptr) + off;
-      if constexpr (K == 16) {
-        uint4 w;
-        memcpy(&w, b, 16);
-        *reinterpret_cast<uint4*>(dst) = w;
-      } else if constexpr (K == 8) {
-        uint2 w;
-        memcpy(&w, b, 8);
-        *reinterpret_cast<uint2*>(dst) = w;
-      } else {
-        unsigned w;
-        memcpy(&w, b, 4);
-        *reinterpret_cast<unsigned*>(dst) = w;
-      }
+      store_bytes<K>(static_cast<unsigned char*>(P.op[AUX].ptr) + off, b);
       return;
     }
     i64* idx = static_cast<i64*>(P.op[AUX].ptr) + off;
@@ -706,16 +727,7 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
     if (vec && P.op[AUX].axis_stride == 1 &&
         reinterpret_cast<unsigned long long>(src + pstart) % K == 0) {
       unsigned char b[K];  // K bytes in physical order, one load
-      if constexpr (K == 16) {
-        const uint4 w = *reinterpret_cast<const uint4*>(src + pstart);
-        memcpy(b, &w, 16);
-      } else if constexpr (K == 8) {
-        const uint2 w = *reinterpret_cast<const uint2*>(src + pstart);
-        memcpy(b, &w, 8);
-      } else {
-        const unsigned w = *reinterpret_cast<const unsigned*>(src + pstart);
-        memcpy(b, &w, 4);
-      }
+      load_bytes<K>(b, src + pstart);
 #pragma unroll
       for (int k = 0; k < K; ++k) fl[k] = b[kRev ? K - 1 - k : k];
     } else {
@@ -1837,21 +1849,6 @@ __device__ __forceinline__ A seg_value(const Op& op, const typename WordOf<Op>::
     return op.out_value(w, e, v, nb, f);
 }
 
-// A word of B bytes (a lane's half of its K flag bytes).
-template <int B>
-struct Bytes;
-template <>
-struct Bytes<2> {
-  typedef unsigned short type;
-};
-template <>
-struct Bytes<4> {
-  typedef unsigned type;
-};
-template <>
-struct Bytes<8> {
-  typedef uint2 type;
-};
 
 // One lane's inputs of a tile: Op::kIn operands from IN0 (and IN2 after them for kNb), raw in
 // physical order (Raw32); for kNb, lane 31's neighbour of its last position; for kAuxIn, its
@@ -1868,21 +1865,15 @@ struct SegIn {
 template <typename T>
 __device__ __forceinline__ void seg_flags_load(unsigned char* b, const unsigned char* src) {
   constexpr int H = PipeTile<T>::K / 2;
-  typedef typename Bytes<H>::type W;
-  const W lo = *reinterpret_cast<const W*>(src), hi = *reinterpret_cast<const W*>(src + H);
-  memcpy(b, &lo, H);
-  memcpy(b + H, &hi, H);
+  load_bytes<H>(b, src);
+  load_bytes<H>(b + H, src + H);
 }
 
 template <typename T>
 __device__ __forceinline__ void seg_flags_store(unsigned char* dst, const unsigned char* b) {
   constexpr int H = PipeTile<T>::K / 2;
-  typedef typename Bytes<H>::type W;
-  W lo, hi;
-  memcpy(&lo, b, H);
-  memcpy(&hi, b + H, H);
-  *reinterpret_cast<W*>(dst) = lo;
-  *reinterpret_cast<W*>(dst + H) = hi;
+  store_bytes<H>(dst, b);
+  store_bytes<H>(dst + H, b + H);
 }
 
 // This lane's inputs at scan positions qt..qt+K-1 of the run of `total` (the first `valid`
