@@ -243,13 +243,14 @@ class FastCall:
     (docs/benchmarks.md, round 24). Valid while the switches the steps were chosen under
     (``switches()``, compared at each call) keep their values."""
 
-    __slots__ = ("_device_id", "_plan", "_steps", "_switches", "_uses_ws", "_values")
+    __slots__ = ("_device_id", "_steps", "_switches", "_values", "_ws_bytes")
 
-    def __init__(self, plan: _BoundPlan[Any], steps: Sequence[Step], uses_ws: bool,
+    def __init__(self, steps: Sequence[Step], ws_bytes: int,
                  switches: Callable[[], tuple[object, ...]], device_id: int) -> None:  # fmt: skip
-        self._plan = plan
+        """``steps`` bound by ``replay.bind_steps``; ``ws_bytes`` the scratch workspace they
+        need (0 where none of them uses one)."""
         self._steps = tuple(steps)
-        self._uses_ws = uses_ws
+        self._ws_bytes = ws_bytes
         self._switches = switches
         self._values = switches()
         self._device_id = device_id
@@ -260,32 +261,29 @@ class FastCall:
         """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured`` by
         ``replay.capturing`` around a checked call), prepared for later calls of the same
         signatures under ``switches``; None where they cannot be bound to those arrays."""
-        bound = bind_steps(captured, ptrs, plan.workspace_size())
+        need = plan.workspace_size()
+        bound = bind_steps(captured, ptrs, need)
         if bound is None:
             return None
-        return cls(plan, bound[0], bound[1], switches, plan.device_id)
+        steps, uses_ws = bound
+        return cls(steps, need if uses_ws else 0, switches, plan.device_id)
 
     def run(self, ptrs: Sequence[int]) -> bool:
-        """Enqueue the steps for arrays at ``ptrs`` (in the order the steps were bound to);
-        False, with nothing enqueued, where a switch changed since (take ``run_bound``)."""
+        """Enqueue the steps for arrays at ``ptrs`` (in the order the steps were bound to)
+        on torch's current stream; False, with nothing enqueued, where a switch changed since
+        (take ``run_bound``)."""
         if self._switches() != self._values:
             return False
         dev = self._device_id
         ensure_current(dev)
-        handle = torch_stream(dev)
-        if not self._uses_ws:
-            for step in self._steps:
-                step.enqueue(handle, ptrs, 0)
-            return True
-        stream = Stream(handle, device_id=dev)
-        ws = Workspace.scratch(self._plan.workspace_size(), stream)
-        try:
-            base = ws.ptr
-            for step in self._steps:
-                step.enqueue(handle, ptrs, base)
-        finally:
-            ws.release(stream)
+        _with_scratch(self._ws_bytes, Stream(torch_stream(dev), device_id=dev), self._enqueue,
+                      ptrs)  # fmt: skip
         return True
+
+    def _enqueue(self, stream: Stream, workspace: Workspace, ptrs: Sequence[int]) -> None:
+        handle, base = stream.handle, workspace.ptr  # the scratch is allocated here, if any
+        for step in self._steps:
+            step.enqueue(handle, ptrs, base)
 
 
 def run_hit(hit: tuple[Any, FastCall | None], ptrs: Sequence[int], signature: tuple[Any, ...],

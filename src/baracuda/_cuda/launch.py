@@ -18,7 +18,6 @@ from baracuda._cuda.stream import Stream
 
 __all__ = [
     "launch",
-    "launch_raw",
     "launch_packed",
     "memset_zero",
     "dependent_launches",
@@ -54,13 +53,19 @@ def launch(
     the kernel may synchronise its whole grid (``bc::grid_arrive`` / ``bc::grid_wait``,
     common.cuh)."""
     pointers = _pointers(len(args))(*map(ctypes.addressof, args))
+    cu = stream.cu if isinstance(stream, Stream) else stream
     if dependent or cooperative:
-        launch_raw(function, grid, block, shared_bytes, _cu(stream), ctypes.addressof(pointers),
-                   name, dependent=dependent, cooperative=cooperative)  # fmt: skip
+        cfg = _configs.get(dependent, cooperative)
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX = block
+        cfg.sharedMemBytes = shared_bytes
+        cfg.hStream = cu if not isinstance(cu, int) else driver().CUstream(cu)
+        check(driver().cuLaunchKernelEx(cfg, function, ctypes.addressof(pointers), 0),
+              f"cuLaunchKernelEx({name})")  # fmt: skip
         return
     # the plain launch inline: this is on every call's path
     (err,) = driver().cuLaunchKernel(
-        function, grid[0], grid[1], grid[2], block, 1, 1, shared_bytes, _cu(stream),
+        function, grid[0], grid[1], grid[2], block, 1, 1, shared_bytes, cu,
         ctypes.addressof(pointers), 0,
     )  # fmt: skip
     if err:
@@ -71,42 +76,6 @@ def launch(
 def _pointers(n: int) -> Any:
     """The ctypes type of ``n`` argument addresses (``void*[n]``), made once."""
     return ctypes.c_void_p * n
-
-
-def _cu(stream: Stream | int) -> Any:
-    """What the driver's calls take as a stream: a ``Stream``'s ``CUstream``, or a raw
-    handle as it is."""
-    return stream.cu if isinstance(stream, Stream) else stream
-
-
-def launch_raw(
-    function: Any,
-    grid: tuple[int, int, int],
-    block: int,
-    shared_bytes: int,
-    stream: Any,
-    kernel_params: int,
-    name: str = "kernel",
-    *,
-    dependent: bool = False,
-    cooperative: bool = False,
-) -> None:
-    """``launch`` at its lowest level: ``stream`` a ``CUstream`` (or a raw handle) and
-    ``kernel_params`` the address of the ``void*`` array of the arguments' addresses (read
-    by the driver during the call)."""
-    if dependent or cooperative:
-        cfg = _configs.get(dependent, cooperative)
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-        cfg.blockDimX = block
-        cfg.sharedMemBytes = shared_bytes
-        cfg.hStream = stream if not isinstance(stream, int) else driver().CUstream(stream)
-        check(driver().cuLaunchKernelEx(cfg, function, kernel_params, 0),
-              f"cuLaunchKernelEx({name})")  # fmt: skip
-        return
-    (err,) = driver().cuLaunchKernel(function, grid[0], grid[1], grid[2], block, 1, 1,
-                                     shared_bytes, stream, kernel_params, 0)  # fmt: skip
-    if err:
-        check(err, f"cuLaunchKernel({name})")
 
 
 class _Configs(threading.local):
@@ -218,4 +187,5 @@ def memset_zero(ptr: int, nbytes: int, stream: Stream | int) -> None:
     if nbytes <= 0:
         return
     assert nbytes % 4 == 0 and ptr % 4 == 0
-    check(driver().cuMemsetD32Async(ptr, 0, nbytes // 4, _cu(stream)), "cuMemsetD32Async")
+    cu = stream.cu if isinstance(stream, Stream) else stream
+    check(driver().cuMemsetD32Async(ptr, 0, nbytes // 4, cu), "cuMemsetD32Async")

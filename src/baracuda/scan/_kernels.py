@@ -186,31 +186,14 @@ def _stageable(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
     return _one_run(shape, axis, operands, width)
 
 
-_SEG_MEMO: dict[tuple[object, ...], bool] = {}
-
-
 def _seg_rows(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
-              itemsize: int, reverse: bool, mode: int = 0) -> bool:  # fmt: skip
-    """``_seg_rows_of``, remembered by its arguments (the operands' alignment mod 16 and
-    strides) and the switches it reads: launch_max_backward asks at every call, and the
-    answer takes about 100 us of Python to find (a 2-core CPU machine)."""
-    key = (op, shape, axis, tuple(None if o is None else (o.ptr & 15, o.strides) for o in operands),
-           itemsize, reverse, mode, SEG_ROWS, SEG_MAX_BYTES)  # fmt: skip
-    hit = _SEG_MEMO.get(key)
-    if hit is None:
-        if len(_SEG_MEMO) >= 256:
-            _SEG_MEMO.clear()
-        hit = _SEG_MEMO[key] = _seg_rows_of(op, shape, axis, operands, itemsize, reverse, mode)
-    return hit
-
-
-def _seg_rows_of(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
                  itemsize: int, reverse: bool, mode: int = 0) -> bool:  # fmt: skip
     """Whether segmented tiles (``SEG_ROWS``) take this scan of ``op``: one of SEG_OPS with
     the operands it takes there (``_SEG_OPERANDS``; cummax/cummin with indices or none, the
     winner flags, ``mode`` bit 2, only for ``maxflag``), rows of at most ``SEG_MAX_BYTES``,
     each operand one run of all rows (row-major, no gaps) starting on 16 bytes, and scanning
-    in reverse, whole 16-byte vectors in all (scan.cu, scan_seg)."""
+    in reverse, whole 16-byte vectors in all (scan.cu, scan_seg). Asked only when a launch
+    recipe is recorded (LaunchCache), the fused cummax backward's included."""
     n, total = shape[axis], numel(shape)
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     if not SEG_ROWS or op not in SEG_OPS or total == 0 or n * itemsize > SEG_MAX_BYTES:
