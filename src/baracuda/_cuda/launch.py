@@ -114,7 +114,8 @@ _configs = _Configs()
 
 
 @functools.cache
-def _arch_number(arch: str) -> int:
+def arch_number(arch: str) -> int:
+    """The number of an arch name: 90 for \"sm_90\" (and \"sm_90a\")."""
     return int(arch.removeprefix("sm_").rstrip("af"))
 
 
@@ -122,7 +123,7 @@ def dependent_launches(arch: str) -> bool:
     """Whether kernels for ``arch`` ("sm_90") take programmatic dependent launches (Hopper
     and later) and the switch ``DEPENDENT_LAUNCH`` is on (read at each launch; the arch's
     number is parsed once)."""
-    return DEPENDENT_LAUNCH and _arch_number(arch) >= 90
+    return DEPENDENT_LAUNCH and arch_number(arch) >= 90
 
 
 # Switch: the later kernels of a multi-kernel plan start while the previous one drains
