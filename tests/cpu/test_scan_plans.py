@@ -11,6 +11,7 @@ import baracuda.scan.api as api
 from baracuda._cuda import replay
 from baracuda._cuda.compiler import KernelSource, compile_cubin, kernel_name
 from baracuda._cuda.memory import Workspace
+from baracuda._cuda.replay import Step
 from baracuda._layout import contiguous_strides
 from baracuda.errors import CompileError, InvalidProblem, Unsupported, WorkspaceTooSmall
 from baracuda.scan import (
@@ -33,6 +34,9 @@ from baracuda.scan._kernels import (
     SCAN_GROUPS,
     SCAN_SOURCES,
     SEG_OPS,
+    STREAM_GROUPS,
+    STREAM_KINDS,
+    STREAM_OPS,
     STRIP_OPS,
     Slot,
     chunking,
@@ -544,6 +548,91 @@ def test_lookback_zeroing_then_dependent_launch(
     assert second[0] == f"scan_sum_{variant.split('x')[0]}" and second[2] == dependent
 
 
+class _StreamModule(_FakeModule):
+    """What launch_scan reads of a LoadedModule for few long rows: an H100-like device of
+    ``arch``, the stream program loaded as itself."""
+
+    element = ElementKind.F32
+
+    def __init__(self, arch: str) -> None:
+        super().__init__(1)
+        self.arch = arch
+
+    def function(self, name: str, dynamic_smem: int = 0) -> str:
+        return name
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With STREAM_ROWS on, launch_scan sends few long contiguous rows of cumsum/cumprod
+    below f64 on sm_90 to scan_<op>_stream (streamrev for reverse) from the op's stream
+    program: the workspace's tile counter and words zeroed first (scan_zero, then a
+    dependent launch), tiles of 32 KiB, two blocks an SM; not on sm_80, not for rows of
+    partial 16-byte vectors, f64, logcumsumexp or with STREAM_ROWS off."""
+    from baracuda._cuda.device import DeviceInfo
+    from baracuda.scan import _kernels as K
+
+    info = DeviceInfo(0, "H100", arch, 132, 232448, 50 * 2**20, True)
+    monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    monkeypatch.setattr(K, "STREAM_ROWS", True)
+    mod = _StreamModule(arch)
+    loaded: list[str] = []
+
+    def load(source: KernelSource, element: ElementKind, device_id: int) -> _StreamModule:
+        loaded.append(source.group)
+        return mod
+
+    monkeypatch.setattr(K, "load_module", load)
+    calls: list[tuple[str, tuple[int, int, int], int, object, bool, bool]] = []
+
+    def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
+            args: list[object], name: str = "", *, dependent: bool = False,
+            cooperative: bool = False) -> None:  # fmt: skip
+        calls.append((fn, grid, block, args[0] if args else None, dependent, cooperative))
+
+    zeroed: list[tuple[int, int]] = []
+
+    def zero_step(self: Step, stream: object, ptrs: object, base: int) -> None:
+        zeroed.append((base, int.from_bytes(self.args[1], "little")))
+
+    _patch(monkeypatch, "launch", spy)
+    monkeypatch.setattr(Step, "enqueue", zero_step)
+    ws = 1 << 20
+
+    def run(op: str, n: int, itemsize: int, reverse: bool = False) -> str:
+        calls.clear()
+        zeroed.clear()
+        x, y = Slot(1 << 30, (n, 1)), Slot(1 << 31, (n, 1))
+        return K.launch_scan(mod, op, None, (2, n), 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                             operands=[x, None, None, y, None], vec_slots=(0, 3),
+                             itemsize=itemsize, layout="rows", sm_count=132,
+                             states_ptr=ws)  # fmt: skip
+
+    sm90 = arch == "sm_90"
+    for op, n, itemsize, reverse in (("sum", 2**23, 4, False), ("sum", 2**23, 4, True),
+                                     ("prod", 2**20 + 8, 2, False)):  # fmt: skip
+        variant = run(op, n, itemsize, reverse)
+        if not sm90:
+            assert not variant.startswith("stream"), variant
+            continue
+        tpr = -(-n * itemsize // 32768)
+        waves = -(-tpr // 256)
+        assert variant == f"streamx{2 * tpr}"
+        assert loaded[-1] == f"{op}_stream"
+        (fn, grid, block, params, dependent, coop), = calls
+        assert fn == f"scan_{op}_{'streamrev' if reverse else 'stream'}"
+        assert (grid, block, dependent, coop) == ((min(2 * tpr, 264), 1, 1), 320, True, False)
+        p = params
+        assert (p.rows, p.n, p.nchunks, p.chunk_len, p.lb) == (2, n, tpr, 32768 // itemsize, ws)  # type: ignore[attr-defined]
+        assert zeroed == [(ws, (16 + 8 * 2 * (tpr + waves)) // 4)]
+        # the plan's workspace holds it
+        assert K.state_bytes((2, n), 1, itemsize, 132) >= 16 + 8 * 2 * (tpr + waves)
+    for op, n, itemsize in (("sum", 2**20 + 1, 4), ("sum", 2**20, 8), ("lse", 2**20, 4)):
+        assert not run(op, n, itemsize).startswith("stream")
+    monkeypatch.setattr(K, "STREAM_ROWS", False)
+    assert not run("sum", 2**23, 4).startswith("stream")
+
+
 def test_wide_lookback_tiles_for_32_lines() -> None:
     """Strided cumsum/cumprod/logcumsumexp tiles of 32 lines take 32 positions per thread
     for the itemsizes of LBCOLS_WIDE (fewer, longer tiles), 16 otherwise; f64 takes 8."""
@@ -635,6 +724,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
     | {"scan_max_bwd_rows", _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
+    | {f"scan_{op}_{k}" for op in STREAM_OPS for k in STREAM_KINDS}
     | {f"scan_{op}_{k}" for op in ROUNDS_OPS for k in ROUNDS_KINDS}
 )  # fmt: skip
 
@@ -673,6 +763,10 @@ def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
             assert group in ops[kind]
             rounds = SCAN_SOURCES[ROUNDS_GROUPS[group]].entries
             assert set(rounds) == {_SHARED} | {f"scan_{group}_{k}" for k in ROUNDS_KINDS}
+        if group in STREAM_GROUPS:  # its few-long-rows kernels: a program of their own
+            assert group in ops[kind]
+            streamed = SCAN_SOURCES[STREAM_GROUPS[group]].entries
+            assert set(streamed) == {_SHARED} | {f"scan_{group}_{k}" for k in STREAM_KINDS}
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

@@ -262,6 +262,7 @@ def test_lookback_rows(kind: ScanKind, element: ElementKind, case: tuple[tuple[i
     monkeypatch.setattr(K, "LOOKBACK_ROWS", on)
     monkeypatch.setattr(K, "LOOKBACK_FLAGGED", on)
     monkeypatch.setattr(K, "COOP_ROWS", False)
+    monkeypatch.setattr(K, "STREAM_ROWS", False)
     names = launched_kernels(monkeypatch)
     shape, axis = case
     for reverse in (False, True):
@@ -581,6 +582,7 @@ def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypat
     from baracuda.scan import _kernels as K
 
     assert K.COOP_ROWS
+    monkeypatch.setattr(K, "STREAM_ROWS", False)  # sm_90 takes the stream kernel (below)
     monkeypatch.setattr(K, "COOP_ROUNDS", 1)
     monkeypatch.setattr(K, "COOP_LSE_ITEMSIZES", (2, 4, 8))  # every type's kernel
     names = launched_kernels(monkeypatch)
@@ -635,6 +637,7 @@ def test_scan_cooperative_rounds(kind: ScanKind, element: ElementKind, monkeypat
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "COOP_LSE_ITEMSIZES", (2, 4, 8))  # every type's kernel
+    monkeypatch.setattr(K, "STREAM_ROWS", False)
     names = launched_kernels(monkeypatch)
     for what, x, rounds in _rounds_cases(kind, element):
         monkeypatch.setattr(K, "COOP_ROUNDS", rounds)
@@ -653,6 +656,70 @@ def test_scan_cooperative_rounds(kind: ScanKind, element: ElementKind, monkeypat
             assert_close(one, ref, element, scale=scale_of(kind, x.shape[-1]), what=what)
             assert_close(first, _np64(one), element, scale=scale_of(kind, x.shape[-1]),
                          what=f"rounds vs one round {what}")  # fmt: skip
+
+
+def _sm90() -> bool:
+    return torch.cuda.get_device_capability()[0] >= 9
+
+
+def _stream_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, bool]]:
+    """(what, input, whether the stream kernel takes it on sm_90) for few long contiguous
+    rows of cumsum/cumprod: rows whose last tile (32 KiB) is partial, a view whose rows start
+    8 elements into longer rows, one row of 2^20 + 8, one row of exactly 2 tiles, one of a
+    tile and one vector, one shorter than a tile, the benchmark's (2, 2^23) for cumsum; and
+    rows it must not take: rows not of whole 16-byte vectors, a row view with a step, f64."""
+    lanes = 16 // element.itemsize
+    tile = 32768 // element.itemsize
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return _coop_input(kind, element, shape, seed)
+
+    ok = element.itemsize != 8
+    cases = [
+        ("3 x 100008", make((3, 100_008), 60), ok),
+        ("sliced 3 x 100008", make((3, 100_016), 61)[:, 8:], ok),
+        ("1 x (2^20 + 8)", make((2**20 + 8,), 62), ok),
+        ("2 x 2 tiles", make((2, 2 * tile), 63), ok),
+        ("2 x (tile + 1 vector)", make((2, tile + lanes), 64), ok),
+        ("4 x 3 tiles", make((4, 3 * tile), 66), ok),
+        ("3 x 100001: rows not of whole vectors", make((3, 100_001), 65), False),
+        ("every other element of 2 x 200016", make((2, 200_016), 67)[:, ::2], False),
+    ]
+    if kind is ScanKind.CUMSUM:
+        cases.append(("2 x 2^23", make((2, 2**23), 68), ok))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_stream_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Few long contiguous rows on the stream kernel (STREAM_ROWS on, sm_90 and later), both
+    ways, forward and backward against the float64 reference; shapes it must not take run
+    elsewhere; the forward is bit for bit repeatable and within tolerance of the cooperative
+    kernel (STREAM_ROWS off)."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STREAM_ROWS", True)
+    names = launched_kernels(monkeypatch)
+    op = _op_of(kind)
+    for what, x, takes in _stream_cases(kind, element):
+        takes = takes and _sm90()
+        for reverse in (False, True):
+            names.clear()
+            check_op(kind, element, x, -1, reverse, f"stream {what} rev={reverse}")
+            entry = f"scan_{op}_{'streamrev' if reverse else 'stream'}"
+            assert (entry in names) == takes, (what, reverse, names)
+        if takes:
+            first, _ = run_forward(kind, x, -1, False)
+            again, _ = run_forward(kind, x, -1, False)
+            assert torch.equal(first, again), what
+            monkeypatch.setattr(K, "STREAM_ROWS", False)
+            names.clear()
+            other, _ = run_forward(kind, x, -1, False)
+            assert not any("_stream" in nm for nm in names), names
+            monkeypatch.setattr(K, "STREAM_ROWS", True)
+            assert_close(first, _np64(other), element, scale=scale_of(kind, x.shape[-1]),
+                         what=f"stream vs other kernels {what}")  # fmt: skip
 
 
 def _lse_special_lines(lines: int, n: int, seed: int) -> np.ndarray:
@@ -820,11 +887,16 @@ def test_scan_cooperative_lines(kind: ScanKind, element: ElementKind, monkeypatc
 
 @pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0), ((2, 2**20), 1)],
                          ids=str)  # fmt: skip
-def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int],
+@pytest.mark.parametrize("streamed", [False, True], ids=["coop", "stream"])
+def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int], streamed: bool,
                                 monkeypatch: Any) -> None:  # fmt: skip
     """A look-back scan (workspace zeroing + kernel) captured in a CUDA graph and replayed
     twice on new inputs: the tile counter and flags are reset by every replay. (2, 2^20)
-    takes the cooperative kernel: a cooperative launch in a graph."""
+    takes the cooperative kernel (a cooperative launch in a graph), or with STREAM_ROWS on
+    (sm_90 and later) the stream kernel (its zeroing, then a dependent launch); both ways."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STREAM_ROWS", streamed)
     names = launched_kernels(monkeypatch)
     shape, axis = shape_axis
     x = torch.randn(shape, device="cuda")
@@ -840,7 +912,8 @@ def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int],
         with torch.cuda.graph(g, stream=s):
             plan.run(s, ws, ScanArgs(x, y))
     torch.cuda.current_stream().wait_stream(s)
-    assert ("scan_sum_coop" in names) == (shape == (2, 2**20)), names
+    long_rows = "scan_sum_stream" if _sm90() and K.STREAM_ROWS else "scan_sum_coop"
+    assert (long_rows in names) == (shape == (2, 2**20)), names
     for seed in (1, 2):
         x.copy_(torch.from_numpy(make_input(ScanKind.CUMSUM, shape, seed)).to("cuda"))
         y.fill_(float("nan"))

@@ -39,7 +39,7 @@ from baracuda._cuda import launch as _launch_module
 from baracuda._cuda.abi import Shape, Strides, shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.device import device_info
-from baracuda._cuda.launch import dependent_launches, launch
+from baracuda._cuda.launch import arch_number, dependent_launches, launch
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
 from baracuda._cuda.replay import U64 as _U64
@@ -87,6 +87,10 @@ __all__ = [
     "STRIP",
     "STRIP_OPS",
     "RING_ROWS",
+    "STREAM_ROWS",
+    "STREAM_OPS",
+    "STREAM_KINDS",
+    "STREAM_GROUPS",
     "CoopSplit",
     "coop_split",
     "launch_max_backward",
@@ -565,6 +569,30 @@ ROUNDS_OPS = ("sum", "prod", "lse")
 ROUNDS_KINDS = ("rounds", "roundsrev")
 ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 
+# Switch: few long contiguous rows of STREAM_OPS below f64, which ``chunking`` would cut into
+# chunks, take one pass of bulk-copied tiles with look-back on sm_90 and later (scan.cu,
+# scan_<op>_stream / _streamrev, in a program of their own: STREAM_GROUPS) instead of the
+# cooperative kernel, where IN0 and OUT are the only operands, the outer dims coalesce to
+# one and the rows are whole 16-byte vectors (``_stream_rows``). The cooperative kernel reads
+# every piece of a line before it writes any; here a tile's total is published as soon as
+# it lands, so reading overlaps writing as in a copy. Off: on the H100 its standalone
+# prototype took cumsum over (2, 2^23) in 53.7 us (f32) and 29.8 us (bf16), but this kernel
+# takes 58.0 and 37.1 us, against the cooperative kernel's 58.2 and 31.4 (over (1, 2^21):
+# 14.0 / 14.5 in f32, 14.5 / 11.4 in bf16; docs/benchmarks.md, round 25). Read at each
+# launch.
+STREAM_ROWS = False
+STREAM_OPS = ("sum", "prod")
+STREAM_KINDS = ("stream", "streamrev")
+STREAM_GROUPS: dict[str, str] = {op: f"{op}_stream" for op in STREAM_OPS}
+# mirrors of scan.cu's kStreamTile, kStreamStages, kStreamWave and kStreamThreads
+STREAM_TILE = 32768
+STREAM_STAGES = 3
+STREAM_WAVE = 256
+STREAM_THREADS = 320
+STREAM_SMEM = STREAM_STAGES * STREAM_TILE
+# blocks an SM (scan.cu: __launch_bounds__(kStreamThreads, 2), three 32 KiB stages each)
+STREAM_BLOCKS_PER_SM = 2
+
 
 def _group_entries(group: str) -> tuple[str, ...]:
     if group in LINES_GROUPS.values():
@@ -573,6 +601,9 @@ def _group_entries(group: str) -> tuple[str, ...]:
     if group in ROUNDS_GROUPS.values():
         op = group.removesuffix("_rounds")
         return ("scan_zero", *(f"scan_{op}_{k}" for k in ROUNDS_KINDS))
+    if group in STREAM_GROUPS.values():
+        op = group.removesuffix("_stream")
+        return ("scan_zero", *(f"scan_{op}_{k}" for k in STREAM_KINDS))
     ops = SCAN_GROUPS[group]
     return (
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
@@ -594,7 +625,8 @@ def _group_source(group: str) -> KernelSource:
 
 SCAN_SOURCES: dict[str, KernelSource] = {
     g: register_source(_group_source(g))
-    for g in (*SCAN_GROUPS, *LINES_GROUPS.values(), *ROUNDS_GROUPS.values())
+    for g in (*SCAN_GROUPS, *LINES_GROUPS.values(), *ROUNDS_GROUPS.values(),
+              *STREAM_GROUPS.values())
 }
 
 
@@ -835,7 +867,9 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     # the pipelined kernel's chunk carries (PIPE_CHUNK_OPS), where rows8 would take chunks
     ch = chunking("rows", rows, n, itemsize, sm_count, False, False)
     pipe = _state_need(_pipe_chunks(rows, n, itemsize, sm_count), rows) if ch.nchunks > 1 else 0
-    return max(coop, pipe,
+    # the stream kernel's tile counter and words (_stream_rows; the strides decide the rest)
+    streamed = _stream_bytes(rows, n, itemsize) if (n * itemsize) % 16 == 0 else 0
+    return max(coop, pipe, streamed,
                *(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
                  for lay in ("rows", "cols") for lb in (False, True)
                  for w in (False, True)))  # fmt: skip
@@ -1013,14 +1047,16 @@ _SWITCHES = (
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
-    "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD",
+    "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "STREAM_ROWS", "STREAM_BLOCKS_PER_SM",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
     "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK",
     "STRIP_STAGES", "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES",
     "SCAN_GROUPS", "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
-    "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER",
+    "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER", "STREAM_OPS",
+    "STREAM_KINDS", "STREAM_GROUPS", "STREAM_TILE", "STREAM_STAGES", "STREAM_WAVE",
+    "STREAM_THREADS", "STREAM_SMEM",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
@@ -1213,6 +1249,10 @@ def launch_scan(
     if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
+        if _stream_rows(module, op, params, operands, itemsize):
+            prog = load_module(SCAN_SOURCES[STREAM_GROUPS[op]], module.element, module.device_id)
+            tiles = _launch_stream(prog, op, stream, params, reverse, itemsize, states_ptr, rec)
+            return f"streamx{tiles}"
         coop = coop_split(module, op, rows, n, itemsize, reverse)
         if coop is not None:
             prog = module if coop.rounds == 1 else load_module(
@@ -1277,6 +1317,64 @@ def launch_scan(
     _enqueue(rec, fn, (grid, 1, 1), BLOCK, 0, stream, params, kernel,
              dependent=dep and variant != "pipe1")  # fmt: skip
     return f"{'pipe1' if variant == 'pipe1' else ch.layout}x{ch.nchunks}"
+
+
+def _stream_tiles(rows: int, n: int, itemsize: int) -> tuple[int, int]:
+    """The stream kernel's tiles a row and waves a row over ``rows`` rows of ``n``."""
+    tpr = _cdiv(n * itemsize, STREAM_TILE)
+    return tpr, _cdiv(tpr, STREAM_WAVE)
+
+
+def _stream_bytes(rows: int, n: int, itemsize: int) -> int:
+    """Workspace bytes of the stream kernel: the tile counter (16), a word a tile and a word
+    a wave."""
+    tpr, waves = _stream_tiles(rows, n, itemsize)
+    return 16 + 8 * rows * (tpr + waves)
+
+
+def _stream_rows(module: LoadedModule, op: str, params: Params,
+                 operands: Sequence[Slot | None], itemsize: int) -> bool:  # fmt: skip
+    """Whether the rows of ``params`` (which meet pipe1's launch condition: 16-byte aligned
+    rows, axis stride 1) may take the stream kernel (``STREAM_ROWS``)."""
+    used = [i for i, o in enumerate(operands) if o is not None]
+    return (
+        STREAM_ROWS
+        and op in STREAM_OPS
+        and itemsize in (2, 4)
+        and arch_number(module.arch) >= 90
+        and used == [IN0, OUT]
+        and params.outer.rank == 1
+        and (params.n * itemsize) % 16 == 0
+        and params.rows * _stream_tiles(params.rows, params.n, itemsize)[0] < 2**31
+    )
+
+
+def _launch_stream(module: LoadedModule, op: str, stream: Stream, params: Params,
+                   reverse: bool, itemsize: int, states_ptr: int,
+                   rec: Recorder | None) -> int:  # fmt: skip
+    """Enqueue the stream kernel over the rows of ``params`` (``_stream_rows``) after the
+    zeroing of its workspace; the number of tiles."""
+    if states_ptr % 16:
+        raise MisalignedOperand(
+            f"scan: workspace must be 16-byte aligned (got address {states_ptr:#x})"
+        )
+    rows, n = int(params.rows), int(params.n)
+    tpr, _ = _stream_tiles(rows, n, itemsize)
+    params.chunk_len, params.nchunks, params.lb = STREAM_TILE // itemsize, tpr, states_ptr
+    words = _stream_bytes(rows, n, itemsize) // 4
+    zgrid = (max(1, min(_cdiv(words, BLOCK), module.sm_count)), 1, 1)
+    dependent = dependent_launches(module.arch)
+    if dependent:
+        _zero(rec, module.function("scan_zero"), zgrid, stream, states_ptr, words)
+    else:
+        _zero(rec, None, (0, 0, 0), stream, states_ptr, words)
+    kernel = f"scan_{op}_{STREAM_KINDS[1] if reverse else STREAM_KINDS[0]}"
+    fn = module.function(kernel, STREAM_SMEM)
+    tiles = rows * tpr
+    grid = (max(1, min(tiles, STREAM_BLOCKS_PER_SM * module.sm_count)), 1, 1)
+    _enqueue(rec, fn, grid, STREAM_THREADS, STREAM_SMEM, stream, params, kernel,
+             dependent=dependent)  # fmt: skip
+    return tiles
 
 
 def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,

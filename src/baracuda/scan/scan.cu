@@ -3414,6 +3414,332 @@ __device__ void scan_ring(const Params& P) {
   BC_SCAN_BY_DIRECTION(scan_ring_dir, T, A, Op);
 }
 
+// ------------------------------------------- few long rows in one pass (sm_90, "stream")
+// Contiguous rows (IN0 -> OUT, 16-byte aligned, rows of whole 16-byte vectors) of an op whose
+// state is one float (cumsum, cumprod below f64), cut into tiles of kStreamTile bytes taken
+// in the order of a counter. A block has three roles:
+//  - warp kStreamWarps loads tiles into a ring of kStreamStages shared-memory stages by bulk
+//    copies (cp.async.bulk, completing on an mbarrier), and as soon as a tile has landed
+//    publishes its total to the workspace (and its warps' segment totals to the block);
+//  - warp kStreamWarps + 1 computes each tile's exclusive prefix: the prefix of its wave
+//    (kStreamWave consecutive tiles of a row; published by the wave before's last tile)
+//    combined with the totals of the wave's tiles before it, in a fixed order;
+//  - kStreamWarps warps scan the tile: 16-byte vectors in rows of 512 bytes, a lane one
+//    vector a row, shuffle scans, then the prefix, and store straight from registers.
+// A tile's total never waits for another tile, so reading overlaps writing as in a copy
+// (the cooperative kernel reads every piece before it writes any), and no block waits at a
+// block-wide barrier. The prefixes are sums in a fixed order whatever the timing: the same
+// bits every run and on any number of SMs. The last tile of a row in scan order may be
+// partial: its bytes stand at the stage's end in reverse scans, and positions outside the
+// row hold the identity and are never stored. Workspace (zeroed before each launch): the
+// tile counter (16 bytes), then a flag-and-total word a tile, then a flag-and-prefix word a
+// wave.
+constexpr int kStreamTile = 32768;
+constexpr int kStreamStages = 3;
+constexpr int kStreamMeta = 2 * kStreamStages;  // tiles whose totals and prefixes a block keeps
+constexpr int kStreamWarps = 8;
+constexpr int kStreamWave = 256;
+constexpr int kStreamThreads = 32 * (kStreamWarps + 2);
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_tx(unsigned long long* b, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)),
+               "r"(bytes) : "memory");
+}
+// Returns once the phase of parity `ph` has completed.
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned ph) {
+  asm volatile(
+      "{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra WAIT;\n}" ::"r"(smem_addr(b)), "r"(ph) : "memory");
+}
+// `bytes` (a multiple of 16) from global to shared memory, completing on `b`; the lines are
+// loaded evict-first (each is read once).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes,
+                                          unsigned long long* b) {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes),
+      "r"(smem_addr(b)), "l"(policy) : "memory");
+}
+#endif
+
+template <typename T>
+__device__ __forceinline__ void unpack16(int4 w, float (&f)[16 / sizeof(T)]) {
+  T v[16 / sizeof(T)];
+  memcpy(v, &w, 16);
+#pragma unroll
+  for (int i = 0; i < (int)(16 / sizeof(T)); ++i) f[i] = to_acc(v[i]);
+}
+template <typename T>
+__device__ __forceinline__ int4 pack16(const float (&f)[16 / sizeof(T)]) {
+  T v[16 / sizeof(T)];
+#pragma unroll
+  for (int i = 0; i < (int)(16 / sizeof(T)); ++i) v[i] = from_acc<T>(f[i]);
+  int4 w;
+  memcpy(&w, v, 16);
+  return w;
+}
+
+template <typename T, typename A, class Op, bool kRev>
+__device__ __forceinline__ void scan_stream_dir(const Params& P) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  typedef typename Op::S S;
+  static_assert(kOneInputOp<Op>, "the stream kernel takes one-input ops");
+  if constexpr (sizeof(S) == 4 && sizeof(T) <= 4) {
+    constexpr int L = 16 / (int)sizeof(T);           // elements a vector
+    constexpr int NV = kStreamTile / 16;             // vectors a tile
+    constexpr int RPW = NV / 32 / kStreamWarps;      // vector rows a warp
+    constexpr unsigned long long kReady = 1ull << 32;
+    extern __shared__ int4 stream_buf[];
+    __shared__ __align__(8) unsigned long long full[kStreamStages], empty[kStreamStages];
+    __shared__ __align__(8) unsigned long long red[kStreamMeta], pre[kStreamMeta], mfree[kStreamMeta];
+    __shared__ int stage_tile[kStreamStages], meta_tile[kStreamMeta];
+    __shared__ S seg[kStreamMeta][kStreamWarps + 1];
+    __shared__ S prefix[kStreamMeta];
+    unsigned char* ring = reinterpret_cast<unsigned char*>(stream_buf);
+    const Op op{P.mode};
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const i64 rowb = P.n * (i64)sizeof(T);
+    const int tpr = (int)P.nchunks;                  // tiles a row
+    const int ntiles = (int)(P.rows * P.nchunks);
+    const int waves = (tpr + kStreamWave - 1) / kStreamWave;  // a row's
+    unsigned* counter = reinterpret_cast<unsigned*>(P.lb);
+    unsigned long long* totals = reinterpret_cast<unsigned long long*>(
+        reinterpret_cast<unsigned char*>(P.lb) + 16);
+    unsigned long long* wave_pre = totals + ntiles;
+    const unsigned char* in = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0));
+    unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
+    auto row_at = [&](i64 r, int k) -> i64 { return r * P.op[k].outer.v[0] * (i64)sizeof(T); };
+    // tile t: its row, its index j in the row (scan order), its bytes, where they start in
+    // the row, and where they stand in a stage
+    auto tile_bytes = [&](int j) -> int { return (int)min((i64)kStreamTile, rowb - (i64)j * kStreamTile); };
+    auto tile_lo = [&](int j, int nb) -> i64 {
+      return kRev ? rowb - (i64)j * kStreamTile - nb : (i64)j * kStreamTile;
+    };
+    // scan-order vector v of a stage: at vector kRev ? NV - 1 - v : v, valid when v < nb / 16
+    auto vec_at = [&](int v) -> int { return kRev ? NV - 1 - v : v; };
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStreamStages; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], kStreamWarps); }
+      for (int s = 0; s < kStreamMeta; ++s) {
+        mbar_init(&red[s], 1); mbar_init(&pre[s], 1); mbar_init(&mfree[s], kStreamWarps);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == kStreamWarps) {  // loads, and each tile's total as soon as it lands
+      int held[kStreamStages];
+      auto issue = [&](int s) -> bool {
+        int t = 0;
+        if (lane == 0) t = (int)atomicAdd(counter, 1u);
+        t = __shfl_sync(kFull, t, 0);
+        const bool ok = t < ntiles;
+        if (lane == 0) {
+          stage_tile[s] = ok ? t : -1;
+          if (ok) {
+            const int r = t / tpr, j = t - r * tpr, nb = tile_bytes(j);
+            mbar_arrive_tx(&full[s], nb);
+            bulk_load(ring + s * kStreamTile + (kRev ? kStreamTile - nb : 0),
+                      in + row_at(r, IN0) + tile_lo(j, nb), nb, &full[s]);
+          } else {
+            mbar_arrive(&full[s]);
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < kStreamStages; ++q)
+          if (q == s) held[q] = ok ? t : -1;
+        return ok;
+      };
+      int issued = 0;
+      bool more = true;
+      for (; issued < kStreamStages && more; ++issued) more = issue(issued);
+      for (int k = 0; k < issued; ++k) {
+        const int s = k % kStreamStages, ms = k % kStreamMeta;
+        int t = -1;
+#pragma unroll
+        for (int q = 0; q < kStreamStages; ++q)
+          if (q == s) t = held[q];
+        if (t < 0) {
+          if (k >= kStreamMeta) mbar_wait(&mfree[ms], ((k / kStreamMeta) - 1) & 1);
+          if (lane == 0) { meta_tile[ms] = -1; mbar_arrive(&red[ms]); }
+          break;
+        }
+        mbar_wait(&full[s], (k / kStreamStages) & 1);
+        const int j = t - (t / tpr) * tpr, nv = tile_bytes(j) / 16;
+        const int4* stage = reinterpret_cast<const int4*>(ring + s * kStreamTile);
+        S a[kStreamWarps];
+#pragma unroll
+        for (int w = 0; w < kStreamWarps; ++w) {
+          S acc = op.identity();
+#pragma unroll
+          for (int i = 0; i < RPW; ++i) {
+            const int v = (w * RPW + i) * 32 + lane;
+            if (v < nv) {
+              float f[L];
+              unpack16<T>(stage[vec_at(v)], f);
+#pragma unroll
+              for (int e = 0; e < L; ++e) acc = op.combine(acc, f[e]);
+            }
+          }
+          a[w] = acc;
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1)
+#pragma unroll
+          for (int w = 0; w < kStreamWarps; ++w) {
+            const S o = __shfl_down_sync(kFull, a[w], d);
+            if (lane + d < 32) a[w] = op.combine(a[w], o);
+          }
+        S tot = op.identity();
+#pragma unroll
+        for (int w = 0; w < kStreamWarps; ++w) {
+          a[w] = __shfl_sync(kFull, a[w], 0);
+          tot = op.combine(tot, a[w]);
+        }
+        if (lane == 0) st_relaxed(totals + t, kReady | __float_as_uint(tot));
+        if (k >= kStreamMeta) mbar_wait(&mfree[ms], ((k / kStreamMeta) - 1) & 1);
+        if (lane == 0) {
+#pragma unroll
+          for (int w = 0; w < kStreamWarps; ++w) seg[ms][w] = a[w];
+          seg[ms][kStreamWarps] = tot;
+          meta_tile[ms] = t;
+          mbar_arrive(&red[ms]);
+        }
+        if (more) {
+          const int s2 = issued % kStreamStages;
+          mbar_wait(&empty[s2], ((issued / kStreamStages) - 1) & 1);
+          more = issue(s2);
+          ++issued;
+        }
+      }
+      return;
+    }
+    if (warp == kStreamWarps + 1) {  // each tile's exclusive prefix
+      constexpr int M = kStreamWave / 32;
+      for (int k = 0;; ++k) {
+        const int ms = k % kStreamMeta;
+        mbar_wait(&red[ms], (k / kStreamMeta) & 1);
+        const int t = meta_tile[ms];
+        if (t < 0) {
+          if (lane == 0) mbar_arrive(&pre[ms]);
+          break;
+        }
+        const S tot = seg[ms][kStreamWarps];
+        const int r = t / tpr, j = t - r * tpr, w = j / kStreamWave;
+        const int first = t - (j - w * kStreamWave);  // the wave's first tile
+        unsigned long long word[M];
+        unsigned long long wp = w == 0 ? kReady | __float_as_uint(op.identity()) : 0ull;
+#pragma unroll
+        for (int m = 0; m < M; ++m) word[m] = first + lane + 32 * m < t ? 0ull : kReady;
+        bool ready;
+        do {
+          ready = true;
+#pragma unroll
+          for (int m = 0; m < M; ++m) {
+            if (!(word[m] >> 32)) word[m] = ld_relaxed(totals + first + lane + 32 * m);
+            ready &= (word[m] >> 32) != 0;
+          }
+          if (lane == 0) {
+            if (!(wp >> 32)) wp = ld_relaxed(wave_pre + r * waves + w);
+            ready &= (wp >> 32) != 0;
+          }
+        } while (!__all_sync(kFull, ready));
+        S part = op.identity();
+#pragma unroll
+        for (int m = 0; m < M; ++m)
+          if (first + lane + 32 * m < t) part = op.combine(part, __uint_as_float((unsigned)word[m]));
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+          const S o = __shfl_down_sync(kFull, part, d);
+          if (lane + d < 32) part = op.combine(part, o);
+        }
+        if (lane == 0) {
+          const S ex = op.combine(__uint_as_float((unsigned)wp), part);
+          prefix[ms] = ex;
+          mbar_arrive(&pre[ms]);
+          if (j - w * kStreamWave == kStreamWave - 1 && j != tpr - 1)
+            st_relaxed(wave_pre + r * waves + w + 1, kReady | __float_as_uint(op.combine(ex, tot)));
+        }
+        __syncwarp();
+      }
+      return;
+    }
+    for (int k = 0;; ++k) {  // the scanning warps
+      const int s = k % kStreamStages, ms = k % kStreamMeta;
+      mbar_wait(&full[s], (k / kStreamStages) & 1);
+      const int t = stage_tile[s];
+      if (t < 0) break;
+      const int r = t / tpr, j = t - r * tpr, nb = tile_bytes(j), nv = nb / 16;
+      const int4* stage = reinterpret_cast<const int4*>(ring + s * kStreamTile);
+      float v[RPW][L];
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) {
+        const int q = (warp * RPW + i) * 32 + lane;
+        if (q < nv) {
+          float f[L];
+          unpack16<T>(stage[vec_at(q)], f);
+#pragma unroll
+          for (int e = 0; e < L; ++e) v[i][e] = f[kRev ? L - 1 - e : e];
+        } else {
+#pragma unroll
+          for (int e = 0; e < L; ++e) v[i][e] = op.identity();
+        }
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[s]);
+      S inc[RPW];
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) {
+#pragma unroll
+        for (int e = 1; e < L; ++e) v[i][e] = op.combine(v[i][e - 1], v[i][e]);
+        inc[i] = v[i][L - 1];
+      }
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1)
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+          const S o = __shfl_up_sync(kFull, inc[i], d);
+          if (lane >= d) inc[i] = op.combine(o, inc[i]);
+        }
+      mbar_wait(&pre[ms], (k / kStreamMeta) & 1);
+      S base = prefix[ms];
+#pragma unroll
+      for (int w = 0; w < kStreamWarps; ++w)
+        if (w < warp) base = op.combine(base, seg[ms][w]);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&mfree[ms]);
+      unsigned char* dst = out + row_at(r, OUT) + tile_lo(j, nb) - (kRev ? kStreamTile - nb : 0);
+      S run = op.identity();  // the warp's rows before this one
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) {
+        const S row_tot = __shfl_sync(kFull, inc[i], 31);
+        S before = __shfl_up_sync(kFull, inc[i], 1);
+        if (lane == 0) before = op.identity();
+        const S add = op.combine(base, op.combine(run, before));
+        run = op.combine(run, row_tot);
+        const int q = (warp * RPW + i) * 32 + lane;
+        if (q < nv) {
+          float o[L];
+#pragma unroll
+          for (int e = 0; e < L; ++e) o[kRev ? L - 1 - e : e] = op.combine(add, v[i][e]);
+          __stcs(reinterpret_cast<int4*>(dst + (i64)vec_at(q) * 16), pack16<T>(o));
+        }
+      }
+    }
+  }
+#endif
+}
+
 
 }  // namespace scan
 }  // namespace bc
@@ -3517,6 +3843,20 @@ __device__ void scan_ring(const Params& P) {
 #define BC_SCAN_STRIP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip, scan_strip, 256, 1)
 // Contiguous rows through a ring: one block an SM (the ring takes most of shared memory).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
+// Few long rows in one pass (sm_90; the host launches them for no other arch), in programs
+// of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, the dependent launch after the
+// workspace's zeroing, two blocks an SM (at most 102 registers).
+#define BC_SCAN_STREAM_ENTRY(name, OP)                                                      \
+  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
+      BC_ENTRY(scan_##name##_stream)(bc::scan::Params p) {                                  \
+    bc::pdl_wait();                                                                         \
+    bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, false>(p);                \
+  }                                                                                         \
+  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
+      BC_ENTRY(scan_##name##_streamrev)(bc::scan::Params p) {                               \
+    bc::pdl_wait();                                                                         \
+    bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, true>(p);                 \
+  }
 // Line pairs of 2-byte types (the host launches them for no other type).
 #define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
   BC_LB_KERNEL(scan_##name##_lbpair, 4)(bc::scan::Params p) {                                \
@@ -3534,7 +3874,8 @@ __device__ void scan_ring(const Params& P) {
         defined(BC_SCAN_GROUP_LSE_BWD) + defined(BC_SCAN_GROUP_MAX_BWD) +                  \
         defined(BC_SCAN_GROUP_SUM_LINES) + defined(BC_SCAN_GROUP_PROD_LINES) +             \
         defined(BC_SCAN_GROUP_SUM_ROUNDS) + defined(BC_SCAN_GROUP_PROD_ROUNDS) +           \
-        defined(BC_SCAN_GROUP_LSE_ROUNDS) !=                                               \
+        defined(BC_SCAN_GROUP_LSE_ROUNDS) + defined(BC_SCAN_GROUP_SUM_STREAM) +            \
+        defined(BC_SCAN_GROUP_PROD_STREAM) !=                                              \
     1
 #error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (baracuda.scan._kernels.SCAN_SOURCES)"
 #endif
@@ -3568,6 +3909,10 @@ BC_SCAN_ROUNDS_ENTRY(sum, SumOp)
 BC_SCAN_ROUNDS_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_LSE_ROUNDS)
 BC_SCAN_ROUNDS_ENTRY(lse, LseOp)
+#elif defined(BC_SCAN_GROUP_SUM_STREAM)  // few long rows of cumsum (and its backward)
+BC_SCAN_STREAM_ENTRY(sum, SumOp)
+#elif defined(BC_SCAN_GROUP_PROD_STREAM)
+BC_SCAN_STREAM_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
 BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
 BC_SCAN_SEG_WIDE_ENTRY(max, MaxOp32, sizeof(BC_T) == 2 ? 2 : 3)
