@@ -623,12 +623,17 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
         assert fn == f"scan_{op}_{'streamrev' if reverse else 'stream'}"
         assert (grid, block, dependent, coop) == ((min(2 * tpr, 264), 1, 1), 320, True, False)
         p = params
-        assert (p.rows, p.n, p.nchunks, p.chunk_len, p.lb) == (2, n, tpr, 32768 // itemsize, ws)  # type: ignore[attr-defined]
+        assert (p.rows, p.n, p.nchunks, p.lb) == (2, n, tpr, ws)  # type: ignore[attr-defined]
         assert zeroed == [(ws, (16 + 8 * 2 * (tpr + waves)) // 4)]
         # the plan's workspace holds it
         assert K.state_bytes((2, n), 1, itemsize, 132) >= 16 + 8 * 2 * (tpr + waves)
     for op, n, itemsize in (("sum", 2**20 + 1, 4), ("sum", 2**20, 8), ("lse", 2**20, 4)):
         assert not run(op, n, itemsize).startswith("stream")
+    # the plan's workspace holds its words only where rows would be cut into chunks
+    monkeypatch.setattr(K, "_stream_bytes", lambda rows, n, itemsize: 1 << 40)
+    assert K.state_bytes((2, 2**23), 1, 4, 132) == 1 << 40
+    for shape in ((65536, 1024), (2, 2**23 + 1), (600, 2**16)):
+        assert K.state_bytes(shape, 1, 4, 132) < 1 << 40, shape
     monkeypatch.setattr(K, "STREAM_ROWS", False)
     assert not run("sum", 2**23, 4).startswith("stream")
 

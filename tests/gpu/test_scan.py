@@ -665,9 +665,9 @@ def _sm90() -> bool:
 def _stream_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, bool]]:
     """(what, input, whether the stream kernel takes it on sm_90) for few long contiguous
     rows of cumsum/cumprod: rows whose last tile (32 KiB) is partial, a view whose rows start
-    8 elements into longer rows, one row of 2^20 + 8, one row of exactly 2 tiles, one of a
-    tile and one vector, one shorter than a tile, the benchmark's (2, 2^23) for cumsum; and
-    rows it must not take: rows not of whole 16-byte vectors, a row view with a step, f64."""
+    8 elements into longer rows, one row of 2^20 + 8, rows of exactly 2 and 3 tiles, rows of
+    a tile and one vector, the benchmark's (2, 2^23) for cumsum; and rows it must not take:
+    rows not of whole 16-byte vectors, a row view with a step, f64."""
     lanes = 16 // element.itemsize
     tile = 32768 // element.itemsize
 

@@ -115,7 +115,7 @@ _configs = _Configs()
 
 @functools.cache
 def arch_number(arch: str) -> int:
-    """The number of an arch name: 90 for \"sm_90\" (and \"sm_90a\")."""
+    """The number of an arch name: 90 for ``sm_90`` (and ``sm_90a``)."""
     return int(arch.removeprefix("sm_").rstrip("af"))
 
 

@@ -867,8 +867,11 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     # the pipelined kernel's chunk carries (PIPE_CHUNK_OPS), where rows8 would take chunks
     ch = chunking("rows", rows, n, itemsize, sm_count, False, False)
     pipe = _state_need(_pipe_chunks(rows, n, itemsize, sm_count), rows) if ch.nchunks > 1 else 0
-    # the stream kernel's tile counter and words (_stream_rows; the strides decide the rest)
-    streamed = _stream_bytes(rows, n, itemsize) if (n * itemsize) % 16 == 0 else 0
+    # the stream kernel's tile counter and words, where rows8 would take chunks (_stream_rows;
+    # its ops cut rows with the default WARP_ROWS_PER_SM, as here)
+    streamed = 0
+    if ch.nchunks > 1 and (n * itemsize) % 16 == 0 and itemsize != 8:
+        streamed = _stream_bytes(rows, n, itemsize)
     return max(coop, pipe, streamed,
                *(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
                  for lay in ("rows", "cols") for lb in (False, True)
@@ -1271,20 +1274,10 @@ def launch_scan(
     fn = module.function(kernel)
     if ch.layout.startswith("lb"):
         # one pass: zero the tile counter and flags, then tiles in counter order
-        if states_ptr % 16:
-            raise MisalignedOperand(
-                f"scan: workspace must be 16-byte aligned (got address {states_ptr:#x})"
-            )
         params.lb = states_ptr
         params.groups, params.width = ch.groups, ch.width
-        zero_bytes = _lb_zeroed_bytes(ch, packed)
-        dependent = LB_DEPENDENT and dependent_launches(module.arch)
-        words = zero_bytes // 4
-        if dependent:
-            zgrid = (max(1, min(_cdiv(words, BLOCK), sm_count)), 1, 1)
-            _zero(rec, module.function("scan_zero"), zgrid, stream, states_ptr, words)
-        else:
-            _zero(rec, None, (0, 0, 0), stream, states_ptr, words)
+        dependent = _zero_lookback(rec, module, stream, states_ptr, _lb_zeroed_bytes(ch, packed),
+                                   sm_count)
         tiles = ch.tiles
         if variant == "lbpair":  # a tile holds two groups
             tiles = _cdiv(ch.groups, 2) * ch.nchunks
@@ -1317,6 +1310,24 @@ def launch_scan(
     _enqueue(rec, fn, (grid, 1, 1), BLOCK, 0, stream, params, kernel,
              dependent=dep and variant != "pipe1")  # fmt: skip
     return f"{'pipe1' if variant == 'pipe1' else ch.layout}x{ch.nchunks}"
+
+
+def _zero_lookback(rec: Recorder | None, module: LoadedModule, stream: Stream, states_ptr: int,
+                   nbytes: int, sm_count: int) -> bool:  # fmt: skip
+    """Zero the first ``nbytes`` of a look-back workspace (16-byte aligned) before a one-pass
+    launch: with the program's ``scan_zero`` where the launch after it may be dependent
+    (``LB_DEPENDENT``, sm_90 and later; returns True), else with a memset."""
+    if states_ptr % 16:
+        raise MisalignedOperand(
+            f"scan: workspace must be 16-byte aligned (got address {states_ptr:#x})"
+        )
+    words = nbytes // 4
+    if LB_DEPENDENT and dependent_launches(module.arch):
+        zgrid = (max(1, min(_cdiv(words, BLOCK), sm_count)), 1, 1)
+        _zero(rec, module.function("scan_zero"), zgrid, stream, states_ptr, words)
+        return True
+    _zero(rec, None, (0, 0, 0), stream, states_ptr, words)
+    return False
 
 
 def _stream_tiles(rows: int, n: int, itemsize: int) -> tuple[int, int]:
@@ -1354,20 +1365,11 @@ def _launch_stream(module: LoadedModule, op: str, stream: Stream, params: Params
                    rec: Recorder | None) -> int:  # fmt: skip
     """Enqueue the stream kernel over the rows of ``params`` (``_stream_rows``) after the
     zeroing of its workspace; the number of tiles."""
-    if states_ptr % 16:
-        raise MisalignedOperand(
-            f"scan: workspace must be 16-byte aligned (got address {states_ptr:#x})"
-        )
     rows, n = int(params.rows), int(params.n)
     tpr, _ = _stream_tiles(rows, n, itemsize)
-    params.chunk_len, params.nchunks, params.lb = STREAM_TILE // itemsize, tpr, states_ptr
-    words = _stream_bytes(rows, n, itemsize) // 4
-    zgrid = (max(1, min(_cdiv(words, BLOCK), module.sm_count)), 1, 1)
-    dependent = dependent_launches(module.arch)
-    if dependent:
-        _zero(rec, module.function("scan_zero"), zgrid, stream, states_ptr, words)
-    else:
-        _zero(rec, None, (0, 0, 0), stream, states_ptr, words)
+    params.nchunks, params.lb = tpr, states_ptr  # tiles a row; the tile counter and words
+    dependent = _zero_lookback(rec, module, stream, states_ptr, _stream_bytes(rows, n, itemsize),
+                               module.sm_count)
     kernel = f"scan_{op}_{STREAM_KINDS[1] if reverse else STREAM_KINDS[0]}"
     fn = module.function(kernel, STREAM_SMEM)
     tiles = rows * tpr
