@@ -21,8 +21,10 @@ from baracuda._interop import (
     framework_of,
     reject_tracer,
     torch_empty,
+    torch_out_view,
     torch_signature,
     torch_stream,
+    torch_view,
 )
 from baracuda._xp import namespace
 from baracuda.types import ElementKind, IndexElementKind
@@ -295,6 +297,19 @@ def run_hit(hit: tuple[Any, FastCall | None], ptrs: Sequence[int], signature: tu
     plan, fast = hit
     if fast is None or not fast.run(ptrs):
         run_bound(plan, bound_stream(signature), views())
+
+
+def run_hit_binary(hit: tuple[Any, FastCall | None],
+                   bound: Sequence[tuple[tuple[Any, ...], int] | None], a: Any,
+                   b: Any) -> Any:  # fmt: skip
+    """``run_hit`` for an op of two torch inputs ``a`` and ``b`` (``bound``: their
+    signatures, from ``BoundCalls.lookup``) and one output like ``a``; the output."""
+    sa, sb = bound
+    assert sa is not None and sb is not None
+    out = torch_empty(a)
+    run_hit(hit, (sa[1], sb[1], out.data_ptr()), sa[0],
+            lambda: (torch_view(a, *sa), torch_view(b, *sb), torch_out_view(out)))  # fmt: skip
+    return out
 
 
 class JaxOutput:

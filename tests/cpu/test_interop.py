@@ -221,6 +221,46 @@ def test_bound_backward_passes_the_saved_tensors_its_kind_needs(
         assert seen == ([] if ok else [want])
 
 
+@pytest.mark.parametrize("op", ["lerp", "sparsemax_backward"])
+def test_bound_binary_ops_pass_both_inputs(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound path of the two-input ops (lerp: a, b; sparsemax_backward: dy, y; one output
+    like the first): the plan gets both inputs' views and the output's, the prepared
+    launches (FastCall) the same arrays' pointers, and a FastCall that refuses falls back to
+    the plan."""
+    from baracuda.elementwise import api as lerp_api
+    from baracuda.softmax import api as softmax_api
+
+    api = lerp_api if op == "lerp" else softmax_api
+    seen: list[tuple[object, ...]] = []
+    ptr = {"a": 16, "b": 32}
+    monkeypatch.setattr(_functional, "torch_signature", lambda t: (("sig", t, 0, 0), ptr[t]))
+    monkeypatch.setattr(_functional, "bound_stream", lambda sig: 0)
+    monkeypatch.setattr(_functional, "torch_empty", lambda like, dtype=None: _Out(f"out of {like}"))
+    monkeypatch.setattr(_functional, "torch_view", lambda t, sig, p: f"view {t}")
+    monkeypatch.setattr(_functional, "torch_out_view", lambda t: f"out {t}")
+    monkeypatch.setattr(_functional, "run_bound", lambda plan, s, views: seen.append(views))
+    monkeypatch.setattr(api, "_BOUND", _functional.BoundCalls())
+    param = 0.25 if op == "lerp" else 1
+    key = (op, param, ("sig", "a", 0, 0), ("sig", "b", 0, 0))
+
+    def call() -> object:
+        if op == "lerp":
+            return lerp_api.lerp("a", "b", 0.25)
+        return softmax_api.sparsemax_backward("a", "b", axis=1)
+
+    want = ("view a", "view b", "out out of a")
+    api._BOUND.put(key, ("plan", None))
+    assert call() == "out of a"
+    assert seen == [want]
+    for ok in (True, False):
+        seen.clear()
+        fast = _Fast(ok)
+        api._BOUND.put(key, ("plan", fast))
+        assert call() == "out of a"
+        assert fast.runs == [(16, 32, 64)]
+        assert seen == ([] if ok else [want])
+
+
 def test_empty_like_torch_outputs() -> None:
     """Outputs in torch's type (one allocator for the checked and the bound path): contiguous,
     of the input's dtype, or of the index dtype, or of another shape."""

@@ -16,6 +16,7 @@ from baracuda._functional import (
     plan_for,
     resolve_stream,
     run_hit,
+    run_hit_binary,
 )
 from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.elementwise import reference
@@ -67,12 +68,7 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     w = _weight("lerp", weight)
     key, hit, bound = _BOUND.lookup(stream, ("lerp", w), a, b)
     if hit is not None:
-        sa, sb = bound
-        assert sa is not None and sb is not None
-        out = torch_empty(a)
-        run_hit(hit, (sa[1], sb[1], out.data_ptr()), sa[0],
-                lambda: (torch_view(a, *sa), torch_view(b, *sb), torch_out_view(out)))  # fmt: skip
-        return out
+        return run_hit_binary(hit, bound, a, b)
     if not is_cuda_array(a, "lerp"):
         return reference.lerp(a, b, w)
     s = resolve_stream(stream, a)

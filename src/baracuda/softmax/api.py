@@ -15,6 +15,7 @@ from baracuda._functional import (
     is_cuda_array,
     resolve_stream,
     run_hit,
+    run_hit_binary,
     run_plan,
 )
 from baracuda._interop import torch_empty, torch_out_view, torch_view
@@ -108,12 +109,7 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     # a missing y has no signature: its checked call raises, so its key is never put
     key, hit, bound = _BOUND.lookup(stream, ("sparsemax_backward", ax), dy, y)
     if hit is not None:
-        bd, by = bound
-        assert bd is not None and by is not None
-        dx = torch_empty(dy)
-        run_hit(hit, (bd[1], by[1], dx.data_ptr()), bd[0],
-                lambda: (torch_view(dy, *bd), torch_view(y, *by), torch_out_view(dx)))  # fmt: skip
-        return dx
+        return run_hit_binary(hit, bound, dy, y)
     if not is_cuda_array(dy, "sparsemax_backward"):
         return reference.sparsemax_backward(dy, y, ax)
     s = resolve_stream(stream, dy)
