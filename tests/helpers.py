@@ -77,3 +77,19 @@ def _np64(x: Any) -> np.ndarray:
     if type(x).__module__.startswith("cupy"):
         return np.asarray(x.get(), dtype=np.float64)
     return np.asarray(x).astype(np.float64)
+
+
+def count_fast_runs(monkeypatch: Any) -> list[bool]:
+    """Record what each bound call's prepared launches (``FastCall.run``) returned, from now
+    on (False: a switch changed, the call took the plan's path)."""
+    from baracuda._functional import FastCall
+
+    ran: list[bool] = []
+    real = FastCall.run
+
+    def spy(self: FastCall, ptrs: Any) -> bool:
+        ran.append(real(self, ptrs))
+        return ran[-1]
+
+    monkeypatch.setattr(FastCall, "run", spy)
+    return ran

@@ -13,13 +13,12 @@ import numpy as np
 import pytest
 
 import baracuda as bc
-from baracuda._functional import FastCall
 from baracuda.elementwise import api as ew_api
 from baracuda.elementwise import reference as ew_ref
 from baracuda.softmax import api as sm_api
 from baracuda.softmax import reference as sm_ref
 from baracuda.types import ElementKind
-from tests.helpers import assert_close, torch_dtype
+from tests.helpers import assert_close, count_fast_runs, torch_dtype
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -94,24 +93,11 @@ def _count_checked(monkeypatch: Any, module: Any) -> list[int]:
     return counted
 
 
-def _count_fast(monkeypatch: Any) -> list[bool]:
-    """Record what each bound call's prepared launches (FastCall.run) returned."""
-    ran: list[bool] = []
-    real = FastCall.run
-
-    def spy(self: FastCall, ptrs: Any) -> bool:
-        ran.append(real(self, ptrs))
-        return ran[-1]
-
-    monkeypatch.setattr(FastCall, "run", spy)
-    return ran
-
-
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16, ElementKind.F64],
                          ids=lambda e: e.value)  # fmt: skip
 def test_sparsemax_bound_calls(element: ElementKind, monkeypatch: Any) -> None:
     counted = _count_checked(monkeypatch, sm_api)
-    fast = _count_fast(monkeypatch)
+    fast = count_fast_runs(monkeypatch)
     dt = torch_dtype(element)
     for shape in ((37, 129), (300, 65)):
         lx = _layouts(shape, dt, 6)
@@ -150,7 +136,7 @@ def test_lerp_bound_calls(element: ElementKind, monkeypatch: Any) -> None:
         real(self, s, ws, args)
 
     monkeypatch.setattr(ew_api.BinaryParamPlan, "run", spy)
-    fast = _count_fast(monkeypatch)
+    fast = count_fast_runs(monkeypatch)
     dt = torch_dtype(element)
     for shape in ((37, 129), (300, 65), (1, 4096)):
         la, lb = _layouts(shape, dt, 11), _layouts(shape, dt, 12)

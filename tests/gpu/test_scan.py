@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import baracuda as bc
-from baracuda._functional import FastCall
 from baracuda.scan import (
     ScanArgs,
     ScanBackwardArgs,
@@ -23,7 +22,7 @@ from baracuda.scan import (
 )
 from baracuda.scan import reference as R
 from baracuda.types import ElementKind, ScanKind, TieBreak
-from tests.helpers import assert_close, poisoned, torch_dtype
+from tests.helpers import assert_close, count_fast_runs, poisoned, torch_dtype
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -991,15 +990,8 @@ def test_functional_bound_calls(kind: ScanKind, element: ElementKind, monkeypatc
         checked.append(type(plan).__name__)
         real(plan, s, args)
 
-    fast: list[bool] = []
-    real_fast = FastCall.run
-
-    def fast_spy(self: FastCall, ptrs: Any) -> bool:
-        fast.append(real_fast(self, ptrs))
-        return fast[-1]
-
     monkeypatch.setattr(api, "run_plan", spy)
-    monkeypatch.setattr(FastCall, "run", fast_spy)
+    fast = count_fast_runs(monkeypatch)
     dt = torch_dtype(element)
     fwd = getattr(bc, kind.value)
     ties = ("first", "last") if kind in EXTREMA else ("first",)
@@ -1074,10 +1066,7 @@ def test_functional_bound_calls_follow_the_switches(monkeypatch: Any) -> None:
     api._BOUND.clear()
     x = torch.randn(4096, 16, device="cuda")  # segmented tiles
     bc.cummax(x, 1, tie_break="last")
-    ran: list[bool] = []
-    real_fast = FastCall.run
-    monkeypatch.setattr(FastCall, "run",
-                        lambda self, p: ran.append(real_fast(self, p)) or ran[-1])  # fmt: skip
+    ran = count_fast_runs(monkeypatch)
     want = torch.cummax(x, 1)
     for seg in (True, False, True):
         monkeypatch.setattr(K, "SEG_ROWS", seg)
