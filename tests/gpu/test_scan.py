@@ -570,6 +570,24 @@ def _coop_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any]]:
     return cases
 
 
+def _repeatable_then_switched_off(kind: ScanKind, x: Any, what: str, names: list[str],
+                                  monkeypatch: Any, switch: str, marker: str) -> tuple[Any, Any]:
+    """The forward along the last axis twice, bit for bit equal, then once more with the
+    ``_kernels`` switch off (no kernel whose name holds ``marker`` launched; the switch on
+    again): (the first output, the one with the switch off)."""
+    from baracuda.scan import _kernels as K
+
+    first, _ = run_forward(kind, x, -1, False)
+    again, _ = run_forward(kind, x, -1, False)
+    assert torch.equal(first, again), what
+    monkeypatch.setattr(K, switch, False)
+    names.clear()
+    other, _ = run_forward(kind, x, -1, False)
+    assert not any(marker in nm for nm in names), names
+    monkeypatch.setattr(K, switch, True)
+    return first, other
+
+
 @pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
                          ids=lambda k: k.value)  # fmt: skip
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
@@ -592,14 +610,8 @@ def test_scan_cooperative_pieces(kind: ScanKind, element: ElementKind, monkeypat
             # the forward's entry for this direction (scan_<op>_coop or _cooprev)
             assert K.coop_kernel(_op_of(kind), reverse) in names, (what, names)
         if kind is ScanKind.CUMSUM:
-            first, _ = run_forward(kind, x, -1, False)
-            again, _ = run_forward(kind, x, -1, False)
-            assert torch.equal(first, again), what
-            monkeypatch.setattr(K, "COOP_ROWS", False)
-            names.clear()
-            three, _ = run_forward(kind, x, -1, False)
-            assert not any("_coop" in nm for nm in names), names
-            monkeypatch.setattr(K, "COOP_ROWS", True)
+            _, three = _repeatable_then_switched_off(kind, x, what, names, monkeypatch,
+                                                     "COOP_ROWS", "_coop")  # fmt: skip
             ref = R.scan(kind, _np64(x), x.dim() - 1, False)
             assert_close(three, ref, element, scale=scale_of(kind, x.shape[-1]), what=what)
 
@@ -709,14 +721,8 @@ def test_scan_stream_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any
             entry = f"scan_{op}_{'streamrev' if reverse else 'stream'}"
             assert (entry in names) == takes, (what, reverse, names)
         if takes:
-            first, _ = run_forward(kind, x, -1, False)
-            again, _ = run_forward(kind, x, -1, False)
-            assert torch.equal(first, again), what
-            monkeypatch.setattr(K, "STREAM_ROWS", False)
-            names.clear()
-            other, _ = run_forward(kind, x, -1, False)
-            assert not any("_stream" in nm for nm in names), names
-            monkeypatch.setattr(K, "STREAM_ROWS", True)
+            first, other = _repeatable_then_switched_off(kind, x, what, names, monkeypatch,
+                                                         "STREAM_ROWS", "_stream")  # fmt: skip
             assert_close(first, _np64(other), element, scale=scale_of(kind, x.shape[-1]),
                          what=f"stream vs other kernels {what}")  # fmt: skip
 
