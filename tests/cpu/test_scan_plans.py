@@ -13,7 +13,13 @@ from baracuda._cuda.compiler import KernelSource, compile_cubin, kernel_name
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.replay import Step
 from baracuda._layout import contiguous_strides
-from baracuda.errors import CompileError, InvalidProblem, Unsupported, WorkspaceTooSmall
+from baracuda.errors import (
+    CompileError,
+    InvalidProblem,
+    MisalignedOperand,
+    Unsupported,
+    WorkspaceTooSmall,
+)
 from baracuda.scan import (
     ScanBackwardDescriptor,
     ScanBackwardPlan,
@@ -555,7 +561,7 @@ class _StreamModule(_FakeModule):
     element = ElementKind.F32
 
     def __init__(self, arch: str) -> None:
-        super().__init__(1)
+        super().__init__(2)
         self.arch = arch
 
     def function(self, name: str, dynamic_smem: int = 0) -> str:
@@ -566,15 +572,17 @@ class _StreamModule(_FakeModule):
 def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With STREAM_ROWS on, launch_scan sends few long contiguous rows of cumsum/cumprod
     below f64 on sm_90 to scan_<op>_stream (streamrev for reverse) from the op's stream
-    program: the workspace's tile counter and words zeroed first (scan_zero, then a
-    dependent launch), tiles of 32 KiB, two blocks an SM; not on sm_80, not for rows of
-    partial 16-byte vectors, f64, logcumsumexp or with STREAM_ROWS off."""
+    program: one cooperative launch, which zeroes its own workspace (nothing before it),
+    tiles of 32 KiB, two blocks an SM (fewer where fewer are resident); not on sm_80, not
+    without cooperative launches, not for rows of partial 16-byte vectors, f64,
+    logcumsumexp or with STREAM_ROWS off; a misaligned workspace is refused."""
     from baracuda._cuda.device import DeviceInfo
     from baracuda.scan import _kernels as K
 
     info = DeviceInfo(0, "H100", arch, 132, 232448, 50 * 2**20, True)
     monkeypatch.setattr(K, "device_info", lambda device_id: info)
     monkeypatch.setattr(K, "STREAM_ROWS", True)
+    monkeypatch.setattr(K, "STREAM_ITEMSIZES", (2, 4))
     mod = _StreamModule(arch)
     loaded: list[str] = []
 
@@ -621,19 +629,35 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
         assert loaded[-1] == f"{op}_stream"
         (fn, grid, block, params, dependent, coop), = calls
         assert fn == f"scan_{op}_{'streamrev' if reverse else 'stream'}"
-        assert (grid, block, dependent, coop) == ((min(2 * tpr, 264), 1, 1), 320, True, False)
+        assert (grid, block, dependent, coop) == ((min(2 * tpr, 264), 1, 1), 320, False, True)
         p = params
         assert (p.rows, p.n, p.nchunks, p.lb) == (2, n, tpr, ws)  # type: ignore[attr-defined]
-        assert zeroed == [(ws, (16 + 8 * 2 * (tpr + waves)) // 4)]
+        assert zeroed == []  # the kernel zeroes its words
         # the plan's workspace holds it
         assert K.state_bytes((2, n), 1, itemsize, 132) >= 16 + 8 * 2 * (tpr + waves)
     for op, n, itemsize in (("sum", 2**20 + 1, 4), ("sum", 2**20, 8), ("lse", 2**20, 4)):
         assert not run(op, n, itemsize).startswith("stream")
+    if sm90:
+        mod.resident = 1  # one block an SM resident: a grid of one an SM
+        assert run("sum", 2**23, 4) == "streamx2048" and calls[0][1] == (132, 1, 1)
+        mod.resident = 2
+        with pytest.raises(MisalignedOperand, match="workspace"):
+            K.launch_scan(mod, "sum", None, (2, 2**23), 1, reverse=False, mode=0,  # type: ignore[arg-type]
+                          operands=[Slot(1 << 30, (2**23, 1)), None, None,
+                                    Slot(1 << 31, (2**23, 1)), None],
+                          vec_slots=(0, 3), itemsize=4, layout="rows", sm_count=132,
+                          states_ptr=ws + 8)  # fmt: skip
+        mod.cooperative = False  # type: ignore[misc]
+        assert not run("sum", 2**23, 4).startswith("stream")
+        mod.cooperative = True  # type: ignore[misc]
     # the plan's workspace holds its words only where rows would be cut into chunks
     monkeypatch.setattr(K, "_stream_bytes", lambda rows, n, itemsize: 1 << 40)
     assert K.state_bytes((2, 2**23), 1, 4, 132) == 1 << 40
     for shape in ((65536, 1024), (2, 2**23 + 1), (600, 2**16)):
         assert K.state_bytes(shape, 1, 4, 132) < 1 << 40, shape
+    monkeypatch.setattr(K, "STREAM_ITEMSIZES", (4,))  # the default: 4-byte types
+    assert run("prod", 2**20 + 8, 2).startswith("stream") is False
+    assert run("sum", 2**23, 4).startswith("stream") == sm90
     monkeypatch.setattr(K, "STREAM_ROWS", False)
     assert not run("sum", 2**23, 4).startswith("stream")
 
@@ -1072,6 +1096,15 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     assert f"kCoopRegRows = sizeof(T) == 2 ? {r(2)} : sizeof(T) == 4 ? {r(4)} : {r(8)};" in text
 
 
+def _own_programs(mod: _FakeModule, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mod`` (f32) stands for every program launch_scan loads (the stream, rounds and
+    lines programs), so their launches are logged as its own."""
+    from baracuda.scan import _kernels as K
+
+    mod.element = ElementKind.F32  # type: ignore[attr-defined]
+    monkeypatch.setattr(K, "load_module", lambda source, element, device_id: mod)
+
+
 def _logged_h100(monkeypatch: pytest.MonkeyPatch) -> tuple[_FakeModule, list[tuple[object, ...]]]:
     """A fake H100 module (132 SMs, cooperative; ``function`` names its kernel) and the log
     of every launch and memset the scan code makes (first launches and replays alike): each
@@ -1084,6 +1117,7 @@ def _logged_h100(monkeypatch: pytest.MonkeyPatch) -> tuple[_FakeModule, list[tup
     mod = _FakeModule(1)
     mod.arch = "sm_90"  # type: ignore[attr-defined]
     mod.function = lambda name, smem=0: f"fn:{name}"  # type: ignore[attr-defined]
+    _own_programs(mod, monkeypatch)
     log: list[tuple[object, ...]] = []
 
     def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
@@ -1185,6 +1219,7 @@ def test_launch_recipes_read_the_workspace_only_where_they_use_it(
     mod = _FakeModule(1)
     mod.arch = "sm_90"  # type: ignore[attr-defined]
     mod.function = lambda name, smem=0: f"fn:{name}"  # type: ignore[attr-defined]
+    _own_programs(mod, monkeypatch)
     log: list[bytes] = []
     _patch(monkeypatch, "launch", lambda fn, grid, block, smem, st, args, name="", **kw:
                         log.append(b"".join(bytes(a) for a in args)))  # fmt: skip

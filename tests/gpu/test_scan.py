@@ -704,13 +704,14 @@ def _stream_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, 
 @pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_stream_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
-    """Few long contiguous rows on the stream kernel (STREAM_ROWS on, sm_90 and later), both
-    ways, forward and backward against the float64 reference; shapes it must not take run
-    elsewhere; the forward is bit for bit repeatable and within tolerance of the cooperative
-    kernel (STREAM_ROWS off)."""
+    """Few long contiguous rows on the stream kernel (STREAM_ROWS on for 2- and 4-byte types,
+    sm_90 and later), both ways, forward and backward against the float64 reference; shapes
+    it must not take run elsewhere; the forward is bit for bit repeatable and within
+    tolerance of the cooperative kernel (STREAM_ROWS off)."""
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "STREAM_ROWS", True)
+    monkeypatch.setattr(K, "STREAM_ITEMSIZES", (2, 4))
     names = launched_kernels(monkeypatch)
     op = _op_of(kind)
     for what, x, takes in _stream_cases(kind, element):
@@ -725,6 +726,43 @@ def test_scan_stream_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any
                                                          "STREAM_ROWS", "_stream")  # fmt: skip
             assert_close(first, _np64(other), element, scale=scale_of(kind, x.shape[-1]),
                          what=f"stream vs other kernels {what}")  # fmt: skip
+
+
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_scan_stream_zeroes_its_workspace(element: ElementKind, monkeypatch: Any) -> None:
+    """The stream kernel zeroes its own workspace (no step before it): on a workspace of 0xff
+    bytes (every word a ready flag beside a NaN, the tile counter at its largest) cumsum
+    over rows of two waves and a partial tile matches the float64 reference both ways, and
+    again on new input over the words the first run left."""
+    if not _sm90():
+        pytest.skip("the stream kernel runs on sm_90 and later")
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STREAM_ROWS", True)
+    monkeypatch.setattr(K, "STREAM_ITEMSIZES", (2, 4))
+    variants: list[str] = []  # what plan.run records (replays do not launch through K.launch)
+    real = K.launch_scan
+
+    def spy(*a: Any, **kw: Any) -> str:
+        variants.append(real(*a, **kw))
+        return variants[-1]
+
+    monkeypatch.setattr(K, "launch_scan", spy)
+    shape = (2, 2**23 // element.itemsize + 8)  # 257 tiles a row, the last partial
+    st = torch.cuda.current_stream()
+    for reverse in (False, True):
+        plan = ScanPlan.select(st, ScanDescriptor(ScanKind.CUMSUM, shape, 1, element, reverse))
+        buf = torch.full((plan.workspace_size(),), 0xFF, dtype=torch.uint8, device="cuda")
+        ws = bc.Workspace.from_tensor(buf)
+        for seed in (3, 4):
+            x64 = make_input(ScanKind.CUMSUM, shape, seed)
+            x = torch.from_numpy(x64).to("cuda", torch_dtype(element))
+            y = poisoned(shape, element)
+            plan.run(st, ws, ScanArgs(x, y))
+            ref = R.scan(ScanKind.CUMSUM, _np64(x), 1, reverse)
+            assert_close(y, ref, element, scale=scale_of(ScanKind.CUMSUM, shape[1]),
+                         what=f"garbage workspace rev={reverse} seed={seed}")  # fmt: skip
+    assert variants == ["streamx514"] * 2, variants  # recorded once a direction
 
 
 def _lse_special_lines(lines: int, n: int, seed: int) -> np.ndarray:
@@ -898,7 +936,8 @@ def test_lookback_in_cuda_graph(shape_axis: tuple[tuple[int, ...], int], streame
     """A look-back scan (workspace zeroing + kernel) captured in a CUDA graph and replayed
     twice on new inputs: the tile counter and flags are reset by every replay. (2, 2^20)
     takes the cooperative kernel (a cooperative launch in a graph), or with STREAM_ROWS on
-    (sm_90 and later) the stream kernel (its zeroing, then a dependent launch); both ways."""
+    (sm_90 and later) the stream kernel (a cooperative launch that zeroes its own
+    workspace); both ways."""
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "STREAM_ROWS", streamed)

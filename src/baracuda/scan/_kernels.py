@@ -88,6 +88,7 @@ __all__ = [
     "STRIP_OPS",
     "RING_ROWS",
     "STREAM_ROWS",
+    "STREAM_ITEMSIZES",
     "STREAM_OPS",
     "STREAM_KINDS",
     "STREAM_GROUPS",
@@ -569,18 +570,19 @@ ROUNDS_OPS = ("sum", "prod", "lse")
 ROUNDS_KINDS = ("rounds", "roundsrev")
 ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 
-# Switch: few long contiguous rows of STREAM_OPS below f64, which ``chunking`` would cut into
-# chunks, take one pass of bulk-copied tiles with look-back on sm_90 and later (scan.cu,
-# scan_<op>_stream / _streamrev, in a program of their own: STREAM_GROUPS) instead of the
-# cooperative kernel, where IN0 and OUT are the only operands, the outer dims coalesce to
-# one and the rows are whole 16-byte vectors (``_stream_rows``). The cooperative kernel reads
-# every piece of a line before it writes any; here a tile's total is published as soon as
-# it lands, so reading overlaps writing as in a copy. Off: on the H100 its standalone
-# prototype took cumsum over (2, 2^23) in 53.7 us (f32) and 29.8 us (bf16), but this kernel
-# takes 58.0 and 37.1 us, against the cooperative kernel's 58.2 and 31.4 (over (1, 2^21):
-# 14.0 / 14.5 in f32, 14.5 / 11.4 in bf16; docs/benchmarks.md, round 25). Read at each
-# launch.
-STREAM_ROWS = False
+# Switch: few long contiguous rows of STREAM_OPS in the itemsizes of STREAM_ITEMSIZES (the
+# kernel takes 2 and 4), which ``chunking`` would cut into chunks, take one pass of
+# bulk-copied tiles with look-back on sm_90 and later (scan.cu, scan_<op>_stream /
+# _streamrev, in a program of their own: STREAM_GROUPS) instead of the cooperative kernel,
+# where IN0 and OUT are the only operands, the outer dims coalesce to one and the rows are
+# whole 16-byte vectors (``_stream_rows``). The cooperative kernel reads every piece of a line
+# before it writes any; here a tile's total is published as soon as it lands, so reading
+# overlaps writing as in a copy. On the H100 (docs/benchmarks.md, round 26) cumsum over
+# (2, 2^23) took 56.8 us in f32 against the cooperative kernel's 58.1 (over (1, 2^21): 13.6
+# against 14.4), but 32.0 us in bf16 against 31.3 (11.7 against 11.4): 4-byte types only.
+# Read at each launch.
+STREAM_ROWS = True
+STREAM_ITEMSIZES = (4,)
 STREAM_OPS = ("sum", "prod")
 STREAM_KINDS = ("stream", "streamrev")
 STREAM_GROUPS: dict[str, str] = {op: f"{op}_stream" for op in STREAM_OPS}
@@ -1051,6 +1053,7 @@ _SWITCHES = (
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "STREAM_ROWS", "STREAM_BLOCKS_PER_SM",
+    "STREAM_ITEMSIZES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1312,15 +1315,20 @@ def launch_scan(
     return f"{'pipe1' if variant == 'pipe1' else ch.layout}x{ch.nchunks}"
 
 
+def _check_aligned(states_ptr: int) -> None:
+    """The look-back and stream kernels' words are 8-byte atomics after a 16-byte counter."""
+    if states_ptr % 16:
+        raise MisalignedOperand(
+            f"scan: workspace must be 16-byte aligned (got address {states_ptr:#x})"
+        )
+
+
 def _zero_lookback(rec: Recorder | None, module: LoadedModule, stream: Stream, states_ptr: int,
                    nbytes: int, sm_count: int) -> bool:  # fmt: skip
     """Zero the first ``nbytes`` of a look-back workspace (16-byte aligned) before a one-pass
     launch: with the program's ``scan_zero`` where the launch after it may be dependent
     (``LB_DEPENDENT``, sm_90 and later; returns True), else with a memset."""
-    if states_ptr % 16:
-        raise MisalignedOperand(
-            f"scan: workspace must be 16-byte aligned (got address {states_ptr:#x})"
-        )
+    _check_aligned(states_ptr)
     words = nbytes // 4
     if LB_DEPENDENT and dependent_launches(module.arch):
         zgrid = (max(1, min(_cdiv(words, BLOCK), sm_count)), 1, 1)
@@ -1346,11 +1354,13 @@ def _stream_bytes(rows: int, n: int, itemsize: int) -> int:
 def _stream_rows(module: LoadedModule, op: str, params: Params,
                  operands: Sequence[Slot | None], itemsize: int) -> bool:  # fmt: skip
     """Whether the rows of ``params`` (which meet pipe1's launch condition: 16-byte aligned
-    rows, axis stride 1) may take the stream kernel (``STREAM_ROWS``)."""
+    rows, axis stride 1) may take the stream kernel (``STREAM_ROWS``): a cooperative launch."""
     used = [i for i, o in enumerate(operands) if o is not None]
     return (
         STREAM_ROWS
+        and module.cooperative
         and op in STREAM_OPS
+        and itemsize in STREAM_ITEMSIZES
         and itemsize in (2, 4)
         and arch_number(module.arch) >= 90
         and used == [IN0, OUT]
@@ -1363,19 +1373,21 @@ def _stream_rows(module: LoadedModule, op: str, params: Params,
 def _launch_stream(module: LoadedModule, op: str, stream: Stream, params: Params,
                    reverse: bool, itemsize: int, states_ptr: int,
                    rec: Recorder | None) -> int:  # fmt: skip
-    """Enqueue the stream kernel over the rows of ``params`` (``_stream_rows``) after the
-    zeroing of its workspace; the number of tiles."""
+    """Enqueue the stream kernel over the rows of ``params`` (``_stream_rows``): a
+    cooperative launch of at most ``STREAM_BLOCKS_PER_SM`` blocks an SM, which zeroes its
+    workspace itself; the number of tiles."""
+    _check_aligned(states_ptr)
     rows, n = int(params.rows), int(params.n)
     tpr, _ = _stream_tiles(rows, n, itemsize)
     params.nchunks, params.lb = tpr, states_ptr  # tiles a row; the tile counter and words
-    dependent = _zero_lookback(rec, module, stream, states_ptr, _stream_bytes(rows, n, itemsize),
-                               module.sm_count)
     kernel = f"scan_{op}_{STREAM_KINDS[1] if reverse else STREAM_KINDS[0]}"
     fn = module.function(kernel, STREAM_SMEM)
     tiles = rows * tpr
-    grid = (max(1, min(tiles, STREAM_BLOCKS_PER_SM * module.sm_count)), 1, 1)
+    per_sm = min(STREAM_BLOCKS_PER_SM,
+                 module.resident_blocks(kernel, STREAM_THREADS, STREAM_SMEM))  # fmt: skip
+    grid = (max(1, min(tiles, per_sm * module.sm_count)), 1, 1)
     _enqueue(rec, fn, grid, STREAM_THREADS, STREAM_SMEM, stream, params, kernel,
-             dependent=dependent)  # fmt: skip
+             cooperative=True)  # fmt: skip
     return tiles
 
 

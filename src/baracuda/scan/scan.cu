@@ -3416,8 +3416,9 @@ __device__ void scan_ring(const Params& P) {
 
 // ------------------------------------------- few long rows in one pass (sm_90, "stream")
 // Contiguous rows (IN0 -> OUT, 16-byte aligned, rows of whole 16-byte vectors) of an op whose
-// state is one float (cumsum, cumprod below f64), cut into tiles of kStreamTile bytes taken
-// in the order of a counter. A block has three roles:
+// state is one float (cumsum, cumprod below f64), cut into tiles of kStreamTile bytes: a
+// block's first kStreamStages tiles by its index, the rest in the order of a counter. A
+// block has three roles:
 //  - warp kStreamWarps loads tiles into a ring of kStreamStages shared-memory stages by bulk
 //    copies (cp.async.bulk, completing on an mbarrier), and as soon as a tile has landed
 //    publishes its total to the workspace (and its warps' segment totals to the block);
@@ -3430,16 +3431,22 @@ __device__ void scan_ring(const Params& P) {
 // (the cooperative kernel reads every piece before it writes any), and no block waits at a
 // block-wide barrier. The prefixes are sums in a fixed order whatever the timing: the same
 // bits every run and on any number of SMs. The last tile of a row in scan order may be
-// partial: its bytes stand at the stage's end in reverse scans, and positions outside the
-// row hold the identity and are never stored. Workspace (zeroed before each launch): the
-// tile counter (16 bytes), then a flag-and-total word a tile, then a flag-and-prefix word a
-// wave.
+// partial: its bytes stand at the stage's end in reverse scans, and the load warp fills the
+// rest of its stage with the identity first, so every tile takes one mask-free path (two
+// paths, masked and not, measured 0.4-1 us slower on the H100) and only its stores are
+// masked. Workspace: the tile counter (16 bytes), then a flag-and-total word a tile, then a
+// flag-and-prefix word a wave. The launch is cooperative (every block resident): the blocks
+// zero the workspace themselves and meet at a grid barrier while their first tiles load, so
+// no zeroing step comes before the kernel (on the H100 a memset or a zero kernel before it
+// cost 2-3 us end to end).
 constexpr int kStreamTile = 32768;
 constexpr int kStreamStages = 3;
 constexpr int kStreamMeta = 2 * kStreamStages;  // tiles whose totals and prefixes a block keeps
 constexpr int kStreamWarps = 8;
 constexpr int kStreamWave = 256;
 constexpr int kStreamThreads = 32 * (kStreamWarps + 2);
+constexpr int kStreamVecs = kStreamTile / 16;                 // 16-byte vectors a tile
+constexpr int kStreamRows = kStreamVecs / 32 / kStreamWarps;  // vector rows a scanning warp
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
@@ -3474,22 +3481,142 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
 }
 #endif
 
+// A 16-byte vector's values as floats and back, a pair at a time for the 2-byte types (one
+// conversion instruction a pair, no byte permutes).
+__device__ __forceinline__ float2 unpack2(__half, unsigned u) {
+  __half2 h;
+  memcpy(&h, &u, 4);
+  return __half22float2(h);
+}
+__device__ __forceinline__ float2 unpack2(__nv_bfloat16, unsigned u) {  // exact: the high bits
+  return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+}
+__device__ __forceinline__ unsigned pack2(__half, float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  unsigned u;
+  memcpy(&u, &h, 4);
+  return u;
+}
+__device__ __forceinline__ unsigned pack2(__nv_bfloat16, float lo, float hi) {
+  unsigned u;  // __floats2bfloat162_rn's instruction, without its byte moves
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+  return u;
+}
 template <typename T>
 __device__ __forceinline__ void unpack16(int4 w, float (&f)[16 / sizeof(T)]) {
-  T v[16 / sizeof(T)];
-  memcpy(v, &w, 16);
+  const unsigned u[4] = {(unsigned)w.x, (unsigned)w.y, (unsigned)w.z, (unsigned)w.w};
 #pragma unroll
-  for (int i = 0; i < (int)(16 / sizeof(T)); ++i) f[i] = to_acc(v[i]);
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      f[i] = __uint_as_float(u[i]);
+    } else {
+      const float2 g = unpack2(T(), u[i]);
+      f[2 * i] = g.x;
+      f[2 * i + 1] = g.y;
+    }
+  }
 }
 template <typename T>
 __device__ __forceinline__ int4 pack16(const float (&f)[16 / sizeof(T)]) {
-  T v[16 / sizeof(T)];
+  unsigned u[4];
 #pragma unroll
-  for (int i = 0; i < (int)(16 / sizeof(T)); ++i) v[i] = from_acc<T>(f[i]);
-  int4 w;
-  memcpy(&w, v, 16);
-  return w;
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4)
+      u[i] = __float_as_uint(f[i]);
+    else
+      u[i] = pack2(T(), f[2 * i], f[2 * i + 1]);
+  }
+  return make_int4((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
 }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The segments of a landed tile that the scanning warps take, lane by lane: `a[w]` is warp
+// w's in this lane (before the warp's reduction), in two chains. A partial tile's stage holds
+// the identity past its bytes (in scan order), so no position is masked.
+template <typename T, class Op, bool kRev>
+__device__ __forceinline__ void stream_segments(const Op& op, const int4* stage, int lane,
+                                                typename Op::S (&a)[kStreamWarps]) {
+  typedef typename Op::S S;
+  constexpr int L = 16 / (int)sizeof(T);
+#pragma unroll
+  for (int w = 0; w < kStreamWarps; ++w) {
+    S acc[2] = {op.identity(), op.identity()};
+#pragma unroll
+    for (int i = 0; i < kStreamRows; ++i) {
+      const int v = (w * kStreamRows + i) * 32 + lane;  // in scan order
+      float f[L];
+      unpack16<T>(stage[kRev ? kStreamVecs - 1 - v : v], f);
+#pragma unroll
+      for (int e = 0; e < L; ++e) acc[i & 1] = op.combine(acc[i & 1], f[e]);
+    }
+    a[w] = op.combine(acc[0], acc[1]);
+  }
+}
+
+// A scanning warp's part of a landed tile: its rows into registers (then the stage is free:
+// `empty`), the scans of vectors and rows, then, once the tile's prefix is out (`pre`,
+// phase `ph`), the prefix and the warps' segments before it, and the stores to `dst` (where
+// the stage's vector 0 goes) straight from registers: the tile's first `nv` vectors in scan
+// order (the rest of a partial tile's stage is the identity, scanned but not stored).
+template <typename T, class Op, bool kRev>
+__device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int4* dst, int warp,
+                                            int lane, int nv, unsigned long long* empty,
+                                            unsigned long long* pre, unsigned ph,
+                                            const typename Op::S* prefix,
+                                            const typename Op::S* seg,
+                                            unsigned long long* mfree) {
+  typedef typename Op::S S;
+  constexpr int L = 16 / (int)sizeof(T), RPW = kStreamRows;
+  auto vec_at = [](int q) -> int { return kRev ? kStreamVecs - 1 - q : q; };
+  float v[RPW][L];
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    float f[L];
+    unpack16<T>(stage[vec_at((warp * RPW + i) * 32 + lane)], f);
+#pragma unroll
+    for (int e = 0; e < L; ++e) v[i][e] = f[kRev ? L - 1 - e : e];
+  }
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty);
+  S inc[RPW];
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+#pragma unroll
+    for (int e = 1; e < L; ++e) v[i][e] = op.combine(v[i][e - 1], v[i][e]);
+    inc[i] = v[i][L - 1];
+  }
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1)
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) {
+      const S o = __shfl_up_sync(kFull, inc[i], d);
+      if (lane >= d) inc[i] = op.combine(o, inc[i]);
+    }
+  mbar_wait(pre, ph);
+  S base = *prefix;
+#pragma unroll
+  for (int w = 0; w < kStreamWarps; ++w)
+    if (w < warp) base = op.combine(base, seg[w]);
+  __syncwarp();
+  if (lane == 0) mbar_arrive(mfree);
+  S run = op.identity();  // the warp's rows before this one
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    const S row_tot = __shfl_sync(kFull, inc[i], 31);
+    S before = __shfl_up_sync(kFull, inc[i], 1);
+    if (lane == 0) before = op.identity();
+    const S add = op.combine(base, op.combine(run, before));
+    run = op.combine(run, row_tot);
+    const int q = (warp * RPW + i) * 32 + lane;
+    if (q < nv) {
+      float o[L];
+#pragma unroll
+      for (int e = 0; e < L; ++e) o[kRev ? L - 1 - e : e] = op.combine(add, v[i][e]);
+      __stcs(dst + vec_at(q), pack16<T>(o));
+    }
+  }
+}
+#endif
 
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_stream_dir(const Params& P) {
@@ -3497,11 +3624,9 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   typedef typename Op::S S;
   static_assert(kOneInputOp<Op>, "the stream kernel takes one-input ops");
   if constexpr (sizeof(S) == 4 && sizeof(T) <= 4) {
-    constexpr int L = 16 / (int)sizeof(T);           // elements a vector
-    constexpr int NV = kStreamTile / 16;             // vectors a tile
-    constexpr int RPW = NV / 32 / kStreamWarps;      // vector rows a warp
+    constexpr int NV = kStreamVecs;
     constexpr unsigned long long kReady = 1ull << 32;
-    extern __shared__ int4 stream_buf[];
+    extern __shared__ __align__(128) int4 stream_buf[];  // bulk copies land on 128-byte lines
     __shared__ __align__(8) unsigned long long full[kStreamStages], empty[kStreamStages];
     __shared__ __align__(8) unsigned long long red[kStreamMeta], pre[kStreamMeta], mfree[kStreamMeta];
     __shared__ int stage_tile[kStreamStages], meta_tile[kStreamMeta];
@@ -3518,17 +3643,23 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     unsigned long long* totals = reinterpret_cast<unsigned long long*>(
         reinterpret_cast<unsigned char*>(P.lb) + 16);
     unsigned long long* wave_pre = totals + ntiles;
+    const int grid = (int)gridDim.x;
+    {  // the blocks zero the workspace (the counter's two words, then the tiles' and waves')
+      const i64 words = 2 + ntiles + P.rows * waves;
+      unsigned long long* ws = totals - 2;
+      for (i64 i = blockIdx.x * (i64)kStreamThreads + threadIdx.x; i < words;
+           i += (i64)grid * kStreamThreads)
+        ws[i] = 0ull;
+    }
     const unsigned char* in = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0));
     unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
     auto row_at = [&](i64 r, int k) -> i64 { return r * P.op[k].outer.v[0] * (i64)sizeof(T); };
     // tile t: its row, its index j in the row (scan order), its bytes, where they start in
-    // the row, and where they stand in a stage
+    // the row (in a stage: at the end in reverse scans)
     auto tile_bytes = [&](int j) -> int { return (int)min((i64)kStreamTile, rowb - (i64)j * kStreamTile); };
     auto tile_lo = [&](int j, int nb) -> i64 {
       return kRev ? rowb - (i64)j * kStreamTile - nb : (i64)j * kStreamTile;
     };
-    // scan-order vector v of a stage: at vector kRev ? NV - 1 - v : v, valid when v < nb / 16
-    auto vec_at = [&](int v) -> int { return kRev ? NV - 1 - v : v; };
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStreamStages; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], kStreamWarps); }
       for (int s = 0; s < kStreamMeta; ++s) {
@@ -3539,15 +3670,33 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     __syncthreads();
     if (warp == kStreamWarps) {  // loads, and each tile's total as soon as it lands
       int held[kStreamStages];
-      auto issue = [&](int s) -> bool {
-        int t = 0;
-        if (lane == 0) t = (int)atomicAdd(counter, 1u);
-        t = __shfl_sync(kFull, t, 0);
+      // a stage's tile: the first stages' by block index, then in the order of the counter
+      auto issue = [&](int s, bool first) -> bool {
+        int t = (int)blockIdx.x + s * grid;
+        if (!first) {
+          if (lane == 0) t = kStreamStages * grid + (int)atomicAdd(counter, 1u);
+          t = __shfl_sync(kFull, t, 0);
+        }
         const bool ok = t < ntiles;
+        const int r = ok ? t / tpr : 0, j = t - r * tpr, nb = ok ? tile_bytes(j) : 0;
+        if (ok && nb < kStreamTile) {
+          // a row's partial last tile: the rest of the stage (past its bytes in scan order)
+          // holds the identity, so the tile is scanned like any other (not stored there)
+          float id[16 / sizeof(T)];
+#pragma unroll
+          for (int e = 0; e < (int)(16 / sizeof(T)); ++e) id[e] = op.identity();
+          const int4 idv = pack16<T>(id);
+          int4* st = reinterpret_cast<int4*>(ring + s * kStreamTile);
+          const int lo = kRev ? 0 : nb / 16, hi = kRev ? NV - nb / 16 : NV;
+          for (int v = lo + lane; v < hi; v += 32) st[v] = idv;
+          // these generic-proxy writes come before the bulk copies' (async-proxy) writes to
+          // this stage, this tile's and later ones'
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          __syncwarp();
+        }
         if (lane == 0) {
           stage_tile[s] = ok ? t : -1;
           if (ok) {
-            const int r = t / tpr, j = t - r * tpr, nb = tile_bytes(j);
             mbar_arrive_tx(&full[s], nb);
             bulk_load(ring + s * kStreamTile + (kRev ? kStreamTile - nb : 0),
                       in + row_at(r, IN0) + tile_lo(j, nb), nb, &full[s]);
@@ -3562,7 +3711,12 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
       };
       int issued = 0;
       bool more = true;
-      for (; issued < kStreamStages && more; ++issued) more = issue(issued);
+      for (; issued < kStreamStages && more; ++issued) more = issue(issued, true);
+      // Those loads are in flight while the grid waits for every block's zeroing (a
+      // cooperative launch: every block is resident). Only then may this warp claim tiles
+      // and publish totals, and the look-back warp (after it) read the words.
+      if (lane == 0) grid_wait(grid_arrive());
+      __syncwarp();
       for (int k = 0; k < issued; ++k) {
         const int s = k % kStreamStages, ms = k % kStreamMeta;
         int t = -1;
@@ -3575,24 +3729,9 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           break;
         }
         mbar_wait(&full[s], (k / kStreamStages) & 1);
-        const int j = t - (t / tpr) * tpr, nv = tile_bytes(j) / 16;
         const int4* stage = reinterpret_cast<const int4*>(ring + s * kStreamTile);
-        S a[kStreamWarps];
-#pragma unroll
-        for (int w = 0; w < kStreamWarps; ++w) {
-          S acc = op.identity();
-#pragma unroll
-          for (int i = 0; i < RPW; ++i) {
-            const int v = (w * RPW + i) * 32 + lane;
-            if (v < nv) {
-              float f[L];
-              unpack16<T>(stage[vec_at(v)], f);
-#pragma unroll
-              for (int e = 0; e < L; ++e) acc = op.combine(acc, f[e]);
-            }
-          }
-          a[w] = acc;
-        }
+        S a[kStreamWarps];  // the scanning warps' segments, lane by lane
+        stream_segments<T, Op, kRev>(op, stage, lane, a);
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1)
 #pragma unroll
@@ -3618,7 +3757,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         if (more) {
           const int s2 = issued % kStreamStages;
           mbar_wait(&empty[s2], ((issued / kStreamStages) - 1) & 1);
-          more = issue(s2);
+          more = issue(s2, false);
           ++issued;
         }
       }
@@ -3681,60 +3820,10 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
       if (t < 0) break;
       const int r = t / tpr, j = t - r * tpr, nb = tile_bytes(j), nv = nb / 16;
       const int4* stage = reinterpret_cast<const int4*>(ring + s * kStreamTile);
-      float v[RPW][L];
-#pragma unroll
-      for (int i = 0; i < RPW; ++i) {
-        const int q = (warp * RPW + i) * 32 + lane;
-        if (q < nv) {
-          float f[L];
-          unpack16<T>(stage[vec_at(q)], f);
-#pragma unroll
-          for (int e = 0; e < L; ++e) v[i][e] = f[kRev ? L - 1 - e : e];
-        } else {
-#pragma unroll
-          for (int e = 0; e < L; ++e) v[i][e] = op.identity();
-        }
-      }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[s]);
-      S inc[RPW];
-#pragma unroll
-      for (int i = 0; i < RPW; ++i) {
-#pragma unroll
-        for (int e = 1; e < L; ++e) v[i][e] = op.combine(v[i][e - 1], v[i][e]);
-        inc[i] = v[i][L - 1];
-      }
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1)
-#pragma unroll
-        for (int i = 0; i < RPW; ++i) {
-          const S o = __shfl_up_sync(kFull, inc[i], d);
-          if (lane >= d) inc[i] = op.combine(o, inc[i]);
-        }
-      mbar_wait(&pre[ms], (k / kStreamMeta) & 1);
-      S base = prefix[ms];
-#pragma unroll
-      for (int w = 0; w < kStreamWarps; ++w)
-        if (w < warp) base = op.combine(base, seg[ms][w]);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&mfree[ms]);
-      unsigned char* dst = out + row_at(r, OUT) + tile_lo(j, nb) - (kRev ? kStreamTile - nb : 0);
-      S run = op.identity();  // the warp's rows before this one
-#pragma unroll
-      for (int i = 0; i < RPW; ++i) {
-        const S row_tot = __shfl_sync(kFull, inc[i], 31);
-        S before = __shfl_up_sync(kFull, inc[i], 1);
-        if (lane == 0) before = op.identity();
-        const S add = op.combine(base, op.combine(run, before));
-        run = op.combine(run, row_tot);
-        const int q = (warp * RPW + i) * 32 + lane;
-        if (q < nv) {
-          float o[L];
-#pragma unroll
-          for (int e = 0; e < L; ++e) o[kRev ? L - 1 - e : e] = op.combine(add, v[i][e]);
-          __stcs(reinterpret_cast<int4*>(dst + (i64)vec_at(q) * 16), pack16<T>(o));
-        }
-      }
+      int4* dst = reinterpret_cast<int4*>(out + row_at(r, OUT) + tile_lo(j, nb) -
+                                          (kRev ? kStreamTile - nb : 0));
+      stream_tile<T, Op, kRev>(op, stage, dst, warp, lane, nv, &empty[s], &pre[ms],
+                               (k / kStreamMeta) & 1, &prefix[ms], seg[ms], &mfree[ms]);
     }
   }
 #endif
@@ -3844,17 +3933,15 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 // Contiguous rows through a ring: one block an SM (the ring takes most of shared memory).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
 // Few long rows in one pass (sm_90; the host launches them for no other arch), in programs
-// of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, the dependent launch after the
-// workspace's zeroing, two blocks an SM (at most 102 registers).
+// of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, a cooperative launch that
+// zeroes its own workspace, two blocks an SM (at most 102 registers).
 #define BC_SCAN_STREAM_ENTRY(name, OP)                                                      \
   extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
       BC_ENTRY(scan_##name##_stream)(bc::scan::Params p) {                                  \
-    bc::pdl_wait();                                                                         \
     bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, false>(p);                \
   }                                                                                         \
   extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
       BC_ENTRY(scan_##name##_streamrev)(bc::scan::Params p) {                               \
-    bc::pdl_wait();                                                                         \
     bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, true>(p);                 \
   }
 // Line pairs of 2-byte types (the host launches them for no other type).
