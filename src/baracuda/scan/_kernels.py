@@ -1361,7 +1361,7 @@ def _stream_rows(module: LoadedModule, op: str, params: Params,
         and module.cooperative
         and op in STREAM_OPS
         and itemsize in STREAM_ITEMSIZES
-        and itemsize in (2, 4)
+        and itemsize in (2, 4)  # what the kernel takes, whatever the switch lists
         and arch_number(module.arch) >= 90
         and used == [IN0, OUT]
         and params.outer.rank == 1
