@@ -24,7 +24,8 @@ from baracuda._cuda.launch import launch, memset_zero
 from baracuda._cuda.stream import Stream
 
 __all__ = [
-    "Step", "U64", "char_array", "Captured", "capturing", "active", "capture", "bind_steps",
+    "Step", "U64", "char_array", "Captured", "capturing", "active", "capture", "capture_launch",
+    "bind_steps",
 ]  # fmt: skip
 
 U64 = struct.Struct("@Q")  # a pointer argument's bytes
@@ -108,6 +109,18 @@ def capture(steps: tuple[Step, ...], ptrs: tuple[int, ...], base: int, workspace
     cap = getattr(_capture, "list", None)
     if cap is not None:
         cap.append((steps, ptrs, base, workspace))
+
+
+def capture_launch(fn: Any, grid: tuple[int, int, int], block: int, name: str,
+                   args: Sequence[bytes], ptrs: Sequence[int],
+                   states: tuple[tuple[int, int, int], ...] = (), base: int = 0, *,
+                   dependent: bool = False, cooperative: bool = False) -> None:  # fmt: skip
+    """``capture`` of one kernel launched with ``args`` (each argument's bytes) whose first
+    ``len(ptrs)`` arguments are the pointers ``ptrs``; ``states``: (argument, byte offset,
+    delta from ``base``) of its pointers into the workspace at ``base`` (0: none)."""
+    ops = tuple((k, 0, k) for k in range(len(ptrs)))
+    step = Step(fn, grid, block, 0, name, tuple(args), ops, states, dependent, cooperative)
+    capture((step,), tuple(ptrs), base, base)
 
 
 def bind_steps(captured: Captured, arrays: Sequence[int],

@@ -6,12 +6,11 @@ import ctypes
 import math
 import struct
 from collections.abc import Sequence
-from typing import Any
 
 from baracuda._cuda.abi import shape_arg, strides_arg
 from baracuda._cuda.launch import launch, launch_packed
 from baracuda._cuda.module import LoadedModule
-from baracuda._cuda.replay import Step, active, capture
+from baracuda._cuda.replay import active, capture_launch
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import coalesce
@@ -59,7 +58,8 @@ class ElementwiseLauncher:
                           self._vec_name)  # fmt: skip
             if active():  # each argument's bytes
                 args = [struct.pack("@" + f, x) for f, x in zip(self._fmt, values, strict=True)]
-                self._capture(self._vec, grid, self._vec_name, args, views)
+                capture_launch(self._vec, (grid, 1, 1), BLOCK, self._vec_name, args,
+                               [v.ptr for v in views])  # fmt: skip
             return "vec16"
         shape, strides = coalesce(views[0].shape, [v.strides for v in views])
         grid = max(1, min(-(-n // BLOCK), self._cap))
@@ -71,14 +71,6 @@ class ElementwiseLauncher:
         fn = self._module.function(name)
         launch(fn, (grid, 1, 1), BLOCK, 0, stream, cargs, name)
         if active():
-            self._capture(fn, grid, name, [bytes(a) for a in cargs], views)
+            capture_launch(fn, (grid, 1, 1), BLOCK, name, [bytes(a) for a in cargs],
+                           [v.ptr for v in views])  # fmt: skip
         return "strided"
-
-    @staticmethod
-    def _capture(fn: Any, grid: int, name: str, args: Sequence[bytes],
-                 views: Sequence[TensorView]) -> None:  # fmt: skip
-        """Hand the launch to the ``capturing`` block around it (``replay``): the views'
-        pointers are its first arguments."""
-        ops = tuple((k, 0, k) for k in range(len(views)))
-        step = Step(fn, (grid, 1, 1), BLOCK, 0, name, tuple(args), ops, (), False, False)
-        capture((step,), tuple(v.ptr for v in views), 0, 0)

@@ -15,7 +15,7 @@ from baracuda._cuda.abi import shape_arg, strides_arg
 from baracuda._cuda.compiler import KernelSource, register_source
 from baracuda._cuda.launch import MAX_GRID_X, MAX_GRID_YZ, dependent_launches, launch
 from baracuda._cuda.module import LoadedModule
-from baracuda._cuda.replay import Step, active, capture
+from baracuda._cuda.replay import active, capture_launch
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import numel, split_axis
@@ -375,13 +375,9 @@ def _launch(module: LoadedModule, op: str, grid: tuple[int, int, int], block: in
     fn = module.function(op)
     launch(fn, grid, block, 0, stream, args, op, **flags)
     if active():
-        dependent = flags.get("dependent", False)
-        cooperative = flags.get("cooperative", False)
-        ops = tuple((k, 0, k) for k in range(len(views)))
         states = tuple((k, 0, a.offset) for k, a in enumerate(args) if isinstance(a, _WsPtr))
-        raw = tuple(bytes(a) for a in args)  # type: ignore[call-overload]
-        step = Step(fn, grid, block, 0, op, raw, ops, states, dependent, cooperative)
-        capture((step,), tuple(v.ptr for v in views), workspace_ptr, workspace_ptr)
+        capture_launch(fn, grid, block, op, [bytes(a) for a in args],  # type: ignore[call-overload]
+                       [v.ptr for v in views], states, workspace_ptr, **flags)  # fmt: skip
 
 
 # The module's switches that launch_rows reads at each launch: a prepared launch (the
