@@ -42,6 +42,7 @@ __all__ = [
     "BoundCalls",
     "FastCall",
     "run_hit",
+    "run_hit_binary",
     "bound_args",
     "bound_stream",
     "run_bound",

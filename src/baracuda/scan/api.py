@@ -177,14 +177,18 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     k = _kind("scan_backward", kind)
     tb = _tie("scan_backward", tie_break)
     key, hit, bound = _BOUND.lookup(stream, (k, axis, reverse, tb), dy, x, y)
+    bd, bx, by = bound if bound else (None, None, None)
+    bx = bx if needs_saved_x(k) else None  # the saved tensors' signatures the kind reads
+    by = by if needs_saved_y(k) else None
+
+    def ptrs(dx: Any) -> tuple[int, ...]:  # the plan's arrays, in the order of its views
+        assert bd is not None
+        return bd[1], dx.data_ptr(), 0 if bx is None else bx[1], 0 if by is None else by[1]
+
     if hit is not None:
-        bd, bx, by = bound
         assert bd is not None
         dx = torch_empty(dy)
-        bx = bx if needs_saved_x(k) else None  # the saved tensors the kind reads
-        by = by if needs_saved_y(k) else None
-        ptrs = (bd[1], dx.data_ptr(), 0 if bx is None else bx[1], 0 if by is None else by[1])
-        run_hit(hit, ptrs, bd[0],
+        run_hit(hit, ptrs(dx), bd[0],
                 lambda: (torch_view(dy, *bd), torch_out_view(dx),
                          None if bx is None else torch_view(x, *bx),
                          None if by is None else torch_view(y, *by)))  # fmt: skip
@@ -199,9 +203,5 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     with capturing() as steps:
         run_plan(plan, s, ScanBackwardArgs(dy, dx, x, y))
     if key is not None:  # torch tensors
-        sig, sx, sy = bound
-        assert sig is not None
-        ptrs = (sig[1], dx.data_ptr(), sx[1] if sx is not None and needs_saved_x(k) else 0,
-                sy[1] if sy is not None and needs_saved_y(k) else 0)  # fmt: skip
-        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, switch_values)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs(dx), switch_values)))
     return finish(dx)
