@@ -1849,7 +1849,6 @@ __device__ __forceinline__ A seg_value(const Op& op, const typename WordOf<Op>::
     return op.out_value(w, e, v, nb, f);
 }
 
-
 // One lane's inputs of a tile: Op::kIn operands from IN0 (and IN2 after them for kNb), raw in
 // physical order (Raw32); for kNb, lane 31's neighbour of its last position; for kAuxIn, its
 // K flag bytes in physical order.
