@@ -575,7 +575,8 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
     program: one cooperative launch, which zeroes its own workspace (nothing before it),
     tiles of 32 KiB, two blocks an SM (fewer where fewer are resident); not on sm_80, not
     without cooperative launches, not for rows of partial 16-byte vectors, f64,
-    logcumsumexp or with STREAM_ROWS off; a misaligned workspace is refused."""
+    logcumsumexp or with STREAM_ROWS off; 2-byte types by default only where the cooperative
+    kernel would take rounds; a misaligned workspace is refused."""
     from baracuda._cuda.device import DeviceInfo
     from baracuda.scan import _kernels as K
 
@@ -658,6 +659,17 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(K, "STREAM_ITEMSIZES", (4,))  # the default: 4-byte types
     assert run("prod", 2**20 + 8, 2).startswith("stream") is False
     assert run("sum", 2**23, 4).startswith("stream") == sm90
+    # 2-byte types (STREAM_ROUNDS_ITEMSIZES) only where the cooperative kernel would take
+    # more than one round: 2 rows of 2^23 fit one round, 2 rows of 2^25 do not
+    assert K.STREAM_ROUNDS_ITEMSIZES == (2,)
+    one = K.coop_split(mod, "sum", 2, 2**23, 2)  # type: ignore[arg-type]
+    more = K.coop_split(mod, "sum", 2, 2**25, 2)  # type: ignore[arg-type]
+    assert one is not None and one.rounds == 1 and (more is None or more.rounds > 1)
+    assert run("sum", 2**23, 2).startswith("coop")
+    assert run("sum", 2**25, 2) == ("streamx4096" if sm90 else "coopx132r2")  # 32 KiB tiles
+    assert run("sum", 2**25, 2, reverse=True).startswith("stream") == sm90
+    monkeypatch.setattr(K, "STREAM_ROUNDS_ITEMSIZES", ())
+    assert run("sum", 2**25, 2).startswith("coop")
     monkeypatch.setattr(K, "STREAM_ROWS", False)
     assert not run("sum", 2**23, 4).startswith("stream")
 

@@ -728,6 +728,34 @@ def test_scan_stream_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any
                          what=f"stream vs other kernels {what}")  # fmt: skip
 
 
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.BF16, ElementKind.F16], ids=lambda e: e.value)
+def test_scan_stream_rows_past_one_round(kind: ScanKind, element: ElementKind,
+                                         monkeypatch: Any) -> None:  # fmt: skip
+    """By default (STREAM_ROUNDS_ITEMSIZES) a 2-byte row too long for one round of the
+    cooperative kernel takes the stream kernel on sm_90 and later, both ways, forward and
+    backward against the float64 reference; without the switch the same row takes the
+    cooperative kernel in rounds, and the two agree within tolerance."""
+    from baracuda.scan import _kernels as K
+
+    assert K.STREAM_ROWS and K.STREAM_ROUNDS_ITEMSIZES == (2,)
+    op = _op_of(kind)
+    names = launched_kernels(monkeypatch)
+    x = _coop_input(kind, element, (2**26,), 69)  # 128 MiB: more than one round holds
+    for reverse in (False, True):
+        names.clear()
+        check_op(kind, element, x, -1, reverse, f"one row of 2^26 rev={reverse}")
+        entry = f"scan_{op}_{'streamrev' if reverse else 'stream'}"
+        assert (entry in names) == _sm90(), (reverse, names)
+    first = run_forward(kind, x, -1, False)[0].clone()
+    monkeypatch.setattr(K, "STREAM_ROUNDS_ITEMSIZES", ())
+    names.clear()
+    other = run_forward(kind, x, -1, False)[0]
+    assert f"scan_{op}_rounds" in names, names
+    assert_close(first, _np64(other), element, scale=scale_of(kind, x.shape[-1]),
+                 what="stream vs rounds, one row of 2^26")  # fmt: skip
+
+
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
 def test_scan_stream_zeroes_its_workspace(element: ElementKind, monkeypatch: Any) -> None:
     """The stream kernel zeroes its own workspace (no step before it): on a workspace of 0xff

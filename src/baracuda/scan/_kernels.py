@@ -89,6 +89,7 @@ __all__ = [
     "RING_ROWS",
     "STREAM_ROWS",
     "STREAM_ITEMSIZES",
+    "STREAM_ROUNDS_ITEMSIZES",
     "STREAM_OPS",
     "STREAM_KINDS",
     "STREAM_GROUPS",
@@ -579,10 +580,14 @@ ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 # before it writes any; here a tile's total is published as soon as it lands, so reading
 # overlaps writing as in a copy. On the H100 (docs/benchmarks.md, round 26) cumsum over
 # (2, 2^23) took 56.8 us in f32 against the cooperative kernel's 58.1 (over (1, 2^21): 13.6
-# against 14.4), but 32.0 us in bf16 against 31.3 (11.7 against 11.4): 4-byte types only.
-# Read at each launch.
+# against 14.4), but 32.0 us in bf16 against 31.3 (11.7 against 11.4): 4-byte types
+# always, and the itemsizes of STREAM_ROUNDS_ITEMSIZES where the cooperative kernel would take
+# more than one round (or none): lines too long for what its blocks keep. There the rounds
+# write nothing while a round loads; on the H200 cumsum over (1, 2^26) bf16 took 92.6 us
+# against the rounds' 102.3 (docs/benchmarks.md, round 27). Read at each launch.
 STREAM_ROWS = True
 STREAM_ITEMSIZES = (4,)
+STREAM_ROUNDS_ITEMSIZES = (2,)
 STREAM_OPS = ("sum", "prod")
 STREAM_KINDS = ("stream", "streamrev")
 STREAM_GROUPS: dict[str, str] = {op: f"{op}_stream" for op in STREAM_OPS}
@@ -1053,7 +1058,7 @@ _SWITCHES = (
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "STREAM_ROWS", "STREAM_BLOCKS_PER_SM",
-    "STREAM_ITEMSIZES",
+    "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1255,11 +1260,11 @@ def launch_scan(
     if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
-        if _stream_rows(module, op, params, operands, itemsize):
+        coop = coop_split(module, op, rows, n, itemsize, reverse)
+        if _stream_rows(module, op, params, operands, itemsize, coop):
             prog = load_module(SCAN_SOURCES[STREAM_GROUPS[op]], module.element, module.device_id)
             tiles = _launch_stream(prog, op, stream, params, reverse, itemsize, states_ptr, rec)
             return f"streamx{tiles}"
-        coop = coop_split(module, op, rows, n, itemsize, reverse)
         if coop is not None:
             prog = module if coop.rounds == 1 else load_module(
                 SCAN_SOURCES[ROUNDS_GROUPS[op]], module.element, module.device_id)
@@ -1352,15 +1357,18 @@ def _stream_bytes(rows: int, n: int, itemsize: int) -> int:
 
 
 def _stream_rows(module: LoadedModule, op: str, params: Params,
-                 operands: Sequence[Slot | None], itemsize: int) -> bool:  # fmt: skip
+                 operands: Sequence[Slot | None], itemsize: int,
+                 coop: CoopSplit | None) -> bool:  # fmt: skip
     """Whether the rows of ``params`` (which meet pipe1's launch condition: 16-byte aligned
-    rows, axis stride 1) may take the stream kernel (``STREAM_ROWS``): a cooperative launch."""
+    rows, axis stride 1) may take the stream kernel (``STREAM_ROWS``): a cooperative launch.
+    ``coop``: the cooperative kernel's split of the same rows (``coop_split``)."""
     used = [i for i, o in enumerate(operands) if o is not None]
     return (
         STREAM_ROWS
         and module.cooperative
         and op in STREAM_OPS
-        and itemsize in STREAM_ITEMSIZES
+        and (itemsize in STREAM_ITEMSIZES
+             or (itemsize in STREAM_ROUNDS_ITEMSIZES and (coop is None or coop.rounds > 1)))
         and itemsize in (2, 4)  # what the kernel takes, whatever the switch lists
         and arch_number(module.arch) >= 90
         and used == [IN0, OUT]
