@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 from typing import Any
 
 import pytest
@@ -27,7 +28,25 @@ def _cuda_ok() -> bool:
 HAS_GPU = _cuda_ok()
 
 
+def _shard(config: Any, items: list[Any]) -> None:
+    """BARACUDA_TEST_SHARDS=k with BARACUDA_TEST_SHARD=i keeps the tests whose node id hashes
+    to i mod k (scripts/gpu-check runs a shard a GPU); the rest are deselected."""
+    shards = int(os.environ.get("BARACUDA_TEST_SHARDS", "0") or 0)
+    if shards <= 1:
+        return
+    shard = int(os.environ.get("BARACUDA_TEST_SHARD", "0"))
+    if not 0 <= shard < shards:
+        raise pytest.UsageError(f"BARACUDA_TEST_SHARD={shard} is not in [0, {shards})")
+    keep: list[Any] = []
+    drop: list[Any] = []
+    for it in items:
+        (keep if zlib.crc32(it.nodeid.encode()) % shards == shard else drop).append(it)
+    config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    _shard(config, items)
     if HAS_GPU:
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (and torch with CUDA)")
