@@ -582,9 +582,9 @@ ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 # (2, 2^23) took 56.8 us in f32 against the cooperative kernel's 58.1 (over (1, 2^21): 13.6
 # against 14.4), but 32.0 us in bf16 against 31.3 (11.7 against 11.4): 4-byte types
 # always, and the itemsizes of STREAM_ROUNDS_ITEMSIZES where the cooperative kernel would take
-# more than one round (or none): lines too long for what its blocks keep. There the rounds
-# write nothing while a round loads; on the H200 cumsum over (1, 2^26) bf16 took 92.6 us
-# against the rounds' 102.3 (docs/benchmarks.md, round 27). Read at each launch.
+# more than one round (or none): lines too long for what its blocks keep. On the H100
+# (round 27) cumsum over (1, 2^26) took 110.0 us in bf16 against the rounds' 125.4 (f16 110.9
+# vs 125.3, f32 210.5 vs 228.0), over (2, 2^24) bf16 58.9 vs 62.7. Read at each launch.
 STREAM_ROWS = True
 STREAM_ITEMSIZES = (4,)
 STREAM_ROUNDS_ITEMSIZES = (2,)
