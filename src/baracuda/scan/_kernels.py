@@ -582,7 +582,7 @@ ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 # (2, 2^23) took 56.8 us in f32 against the cooperative kernel's 58.1 (over (1, 2^21): 13.6
 # against 14.4), but 32.0 us in bf16 against 31.3 (11.7 against 11.4): 4-byte types
 # always, and the itemsizes of STREAM_ROUNDS_ITEMSIZES where the cooperative kernel would take
-# more than one round (or none): lines too long for what its blocks keep. On the H100
+# more than one round: lines too long for what its blocks keep. On the H100
 # (round 27) cumsum over (1, 2^26) took 110.0 us in bf16 against the rounds' 125.4 (f16 110.9
 # vs 125.3, f32 210.5 vs 228.0), over (2, 2^24) bf16 58.9 vs 62.7. Read at each launch.
 STREAM_ROWS = True
@@ -1368,7 +1368,7 @@ def _stream_rows(module: LoadedModule, op: str, params: Params,
         and module.cooperative
         and op in STREAM_OPS
         and (itemsize in STREAM_ITEMSIZES
-             or (itemsize in STREAM_ROUNDS_ITEMSIZES and (coop is None or coop.rounds > 1)))
+             or (itemsize in STREAM_ROUNDS_ITEMSIZES and coop is not None and coop.rounds > 1))
         and itemsize in (2, 4)  # what the kernel takes, whatever the switch lists
         and arch_number(module.arch) >= 90
         and used == [IN0, OUT]
