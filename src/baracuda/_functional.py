@@ -26,11 +26,14 @@ from baracuda._interop import (
     torch_stream,
     torch_view,
 )
+from baracuda._plan import check_shape
 from baracuda._xp import namespace
+from baracuda.errors import InvalidProblem, Unsupported
 from baracuda.types import ElementKind, IndexElementKind
 
 __all__ = [
     "is_cuda_array",
+    "check_host_operands",
     "device_of",
     "resolve_stream",
     "element_of",
@@ -64,6 +67,57 @@ def device_of(x: object) -> tuple[int, int]:
 def is_cuda_array(x: object, op: str = "op") -> bool:
     reject_tracer(x, op)
     return device_of(x)[0] in (DL_CUDA, DL_CUDA_MANAGED)
+
+
+def check_host_operands(op: str, operands: Sequence[tuple[str, Any]], *,
+                        min_rank: int = 0) -> None:  # fmt: skip
+    """The array-API path's checks of a call's arrays, those the CUDA path's plans make: each
+    an array of one array library, on the first one's device, of a supported element type
+    (f32, f16, bf16, f64: the references compute in f32 or f64 and round back, which would
+    truncate integers and drop imaginary parts), the first of rank ``min_rank`` to 8, the
+    others of its shape and dtype. ``operands``: (field name, array) pairs, None skipped."""
+    name = f"baracuda.{op}"
+    given = [(f, a) for f, a in operands if a is not None]
+    for f, a in given:
+        try:
+            namespace(a)
+        except TypeError:
+            raise InvalidProblem(
+                f"{name}: {f} must be an array (numpy, torch, cupy, jax or another array-API "
+                f"library) (got {type(a).__name__})"
+            ) from None
+    try:
+        namespace(*(a for _, a in given))
+    except TypeError:
+        raise InvalidProblem(
+            f"{name}: {', '.join(f for f, _ in given)} must be arrays of one library (got "
+            f"{', '.join(type(a).__module__ + '.' + type(a).__name__ for _, a in given)})"
+        ) from None
+    (f0, a0), rest = given[0], given[1:]
+    for f, a in given:
+        try:
+            element_kind_of(a.dtype)  # not element_of's memo: keys of other libraries' dtypes
+        except Unsupported:
+            raise Unsupported(
+                f"{name}: {f} dtype {a.dtype} is not supported; supported: "
+                + ", ".join(k.value for k in ElementKind)
+            ) from None
+    shape = check_shape(name, f"{f0}.shape", tuple(a0.shape), min_rank=min_rank)
+    dev = device_of(a0)
+    for f, a in rest:
+        if device_of(a) != dev:
+            raise InvalidProblem(
+                f"{name}: {f} is on DLPack device {device_of(a)}, {f0} on {dev}; they must be on "
+                "one device"
+            )
+        if tuple(a.shape) != shape:
+            raise InvalidProblem(
+                f"{name}: {f}.shape must equal {f0}.shape {shape} (got {tuple(a.shape)})"
+            )
+        if a.dtype != a0.dtype:
+            raise InvalidProblem(
+                f"{name}: {f} dtype must equal {f0}'s ({a0.dtype}) (got {a.dtype})"
+            )
 
 
 def resolve_stream(stream: object, like: object) -> Stream:

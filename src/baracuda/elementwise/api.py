@@ -9,6 +9,7 @@ from baracuda._cuda.replay import capturing
 from baracuda._functional import (
     BoundCalls,
     FastCall,
+    check_host_operands,
     element_of,
     empty_like,
     finish,
@@ -70,6 +71,7 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     if hit is not None:
         return run_hit_binary(hit, bound, a, b)
     if not is_cuda_array(a, "lerp"):
+        check_host_operands("lerp", [("a", a), ("b", b)])
         return reference.lerp(a, b, w)
     s = resolve_stream(stream, a)
     out = empty_like(a, stream=s)
@@ -104,6 +106,7 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
                 lambda: (torch_view(dy, *sd), torch_out_view(da), torch_out_view(db)))  # fmt: skip
         return da, db
     if not is_cuda_array(dy, "lerp_backward"):
+        check_host_operands("lerp_backward", [("dy", dy)])
         return reference.lerp_backward(dy, w)
     s = resolve_stream(stream, dy)
     da, db = empty_like(dy, stream=s), empty_like(dy, stream=s)

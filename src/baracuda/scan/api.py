@@ -9,6 +9,7 @@ from baracuda._functional import (
     BoundCalls,
     FastCall,
     cached_plan,
+    check_host_operands,
     element_of,
     empty_like,
     finish,
@@ -57,6 +58,13 @@ def _tie(op: str, tie_break: object) -> TieBreak:
         ) from None
 
 
+def _check_reverse(op: str, reverse: object) -> None:
+    """Both paths take a bool only (the plans' descriptors refuse anything else; a truthy
+    value must not find a bound call made with ``True``)."""
+    if not isinstance(reverse, bool):
+        raise InvalidProblem(f"baracuda.{op}: reverse must be a bool (got {reverse!r})")
+
+
 # the calls on plain torch CUDA tensors whose checks passed: (op, parameters, signatures) ->
 # (the plan, its launches prepared as a FastCall or None) (BoundCalls; bc.cumsum of a
 # (64, 1024) f32 tensor on the H100: 46.0 -> 31.4 us of host time a call through the plan,
@@ -67,6 +75,7 @@ _BOUND = BoundCalls()
 def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBreak,
              stream: object) -> Any:  # fmt: skip
     extremum = kind in (ScanKind.CUMMAX, ScanKind.CUMMIN)
+    _check_reverse(kind.value, reverse)
     key, hit, bound = _BOUND.lookup(stream, (kind, axis, reverse, tie_break), x)
     if hit is not None:
         sig = bound[0]
@@ -78,6 +87,7 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
                          None if idx is None else torch_out_view(idx)))  # fmt: skip
         return (y, idx) if extremum else y
     if not is_cuda_array(x, kind.value):
+        check_host_operands(kind.value, [("x", x)])
         return reference.scan(kind, x, axis, reverse, tie_break)
     s = resolve_stream(stream, x)
     desc = ScanDescriptor(kind, tuple(x.shape), axis, element_of(x), reverse, tie_break)
@@ -176,6 +186,7 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     """
     k = _kind("scan_backward", kind)
     tb = _tie("scan_backward", tie_break)
+    _check_reverse("scan_backward", reverse)
     key, hit, bound = _BOUND.lookup(stream, (k, axis, reverse, tb), dy, x, y)
     bd, bx, by = bound if bound else (None, None, None)
     bx = bx if needs_saved_x(k) else None  # the saved tensors' signatures the kind reads
@@ -194,6 +205,9 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
                          None if by is None else torch_view(y, *by)))  # fmt: skip
         return dx
     if not is_cuda_array(dy, "scan_backward"):
+        check_host_operands(f"scan_backward({k.value})",
+                            [("dy", dy), ("x", x if needs_saved_x(k) else None),
+                             ("y", y if needs_saved_y(k) else None)])  # fmt: skip
         return reference.scan_backward(k, dy, x=x, y=y, axis=axis, reverse=reverse,
                                        tie_break=tb)  # fmt: skip
     s = resolve_stream(stream, dy)

@@ -9,6 +9,7 @@ from baracuda._functional import (
     BoundCalls,
     FastCall,
     cached_plan,
+    check_host_operands,
     element_of,
     empty_like,
     finish,
@@ -78,6 +79,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
                 lambda: (torch_view(x, *sig), torch_out_view(out)))  # fmt: skip
         return out
     if not is_cuda_array(x, "sparsemax"):
+        check_host_operands("sparsemax", [("x", x)])
         return reference.sparsemax(x, ax)
     s = resolve_stream(stream, x)
     out = empty_like(x, stream=s)
@@ -106,11 +108,13 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     InvalidProblem: shapes, dtypes or devices differ; bad axis.  Unsupported: dtype, rank > 8.
     """
     ax = _axis("sparsemax_backward", axis)
-    # a missing y has no signature: its checked call raises, so its key is never put
+    if y is None:
+        raise InvalidProblem("baracuda.sparsemax_backward: y, the forward's output, is required")
     key, hit, bound = _BOUND.lookup(stream, ("sparsemax_backward", ax), dy, y)
     if hit is not None:
         return run_hit_binary(hit, bound, dy, y)
     if not is_cuda_array(dy, "sparsemax_backward"):
+        check_host_operands("sparsemax_backward", [("dy", dy), ("y", y)])
         return reference.sparsemax_backward(dy, y, ax)
     s = resolve_stream(stream, dy)
     dx = empty_like(dy, stream=s)
