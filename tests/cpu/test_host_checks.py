@@ -89,3 +89,28 @@ def test_reverse_must_be_a_bool() -> None:
         with pytest.raises(InvalidProblem, match=r"scan_backward: reverse must be a bool"):
             bc.scan_backward("cumsum", F, axis=1, reverse=bad)  # type: ignore[arg-type]
     np.testing.assert_allclose(bc.cumsum(F, 1, reverse=True), np.cumsum(F[:, ::-1], 1)[:, ::-1])
+
+
+def test_host_memory_gets_a_view_that_plans_refuse() -> None:
+    """A host array's view is made without stream order (cuda.core 1.2 refuses stream None
+    for host memory, a BufferError): plans and workspaces then refuse it by its device."""
+    from baracuda._cuda.view import DL_CPU, view_of
+
+    for t in (torch.ones(3, 4), np.ones((3, 4), np.float32)):
+        v = view_of(t, 0)
+        assert (v.device_type, v.shape, v.strides, v.is_cuda) == (DL_CPU, (3, 4), (4, 1), False)
+        with pytest.raises(InvalidProblem, match="Workspace.from_tensor: tensor must be in CUDA"):
+            bc.Workspace.from_tensor(t)
+
+
+def test_tensors_dlpack_refuses() -> None:
+    """A torch tensor that requires grad is viewed through its detached self (DLPack refuses
+    it; the fast path for torch CUDA tensors reads it as is); a refused export (a conjugate
+    tensor) is a typed error, not a BufferError."""
+    from baracuda._cuda.view import view_of
+
+    t = torch.ones(3, 4, requires_grad=True)
+    assert view_of(t, 0).shape == (3, 4)
+    c = torch.ones(3, dtype=torch.complex64).conj()
+    with pytest.raises(InvalidProblem, match="refused DLPack export"):
+        view_of(c, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, NamedTuple
 
 from baracuda.errors import InvalidProblem
@@ -110,9 +111,16 @@ def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
 
     if not hasattr(obj, "__dlpack__"):
         raise InvalidProblem(f"{type(obj).__name__} does not implement __dlpack__")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor) and obj.requires_grad:
+        obj = obj.detach()  # DLPack refuses it; torch's fast path (_interop) reads it as is
     dev_type, dev_id = obj.__dlpack_device__()
-    stream = dlpack_stream if dev_type in (DL_CUDA, DL_CUDA_MANAGED) else None
-    smv = StridedMemoryView.from_dlpack(obj, stream_ptr=stream)
+    # host memory needs no stream order: -1 (cuda.core 1.2 refuses None, "ambiguous")
+    stream = dlpack_stream if dev_type in (DL_CUDA, DL_CUDA_MANAGED) else -1
+    try:
+        smv = StridedMemoryView.from_dlpack(obj, stream_ptr=stream)
+    except BufferError as e:  # the producer refused the export (e.g. a conjugate tensor)
+        raise InvalidProblem(f"{type(obj).__name__} refused DLPack export: {e}") from None
     shape = tuple(int(d) for d in smv.shape)
     strides = smv.strides
     if strides is None:
