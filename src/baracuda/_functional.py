@@ -4,6 +4,8 @@ framework, a plan cache and workspaces."""
 from __future__ import annotations
 
 import contextlib
+import numbers
+import operator
 import sys
 import threading
 from collections import OrderedDict
@@ -34,6 +36,8 @@ from baracuda.types import ElementKind, IndexElementKind
 __all__ = [
     "is_cuda_array",
     "check_host_operands",
+    "int_arg",
+    "real_arg",
     "device_of",
     "resolve_stream",
     "element_of",
@@ -67,6 +71,27 @@ def device_of(x: object) -> tuple[int, int]:
 def is_cuda_array(x: object, op: str = "op") -> bool:
     reject_tracer(x, op)
     return device_of(x)[0] in (DL_CUDA, DL_CUDA_MANAGED)
+
+
+def int_arg(op: str, name: str, value: object) -> int:
+    """``value`` as an int: a Python int or an integer scalar of numpy, torch... (anything with
+    ``__index__``), never a bool; else ``InvalidProblem`` naming the argument."""
+    if type(value) is int:  # the usual case, first
+        return value
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError):
+            return operator.index(value)  # type: ignore[arg-type]
+    raise InvalidProblem(f"baracuda.{op}: {name} must be an int (got {value!r})")
+
+
+def real_arg(op: str, name: str, value: object) -> float:
+    """``value`` as a float: a real number of Python, numpy... (``numbers.Real``), never a bool;
+    else ``InvalidProblem`` naming the argument."""
+    if type(value) is float:
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    raise InvalidProblem(f"baracuda.{op}: {name} must be a real number (got {value!r})")
 
 
 def check_host_operands(op: str, operands: Sequence[tuple[str, Any]], *,

@@ -114,3 +114,23 @@ def test_tensors_dlpack_refuses() -> None:
     c = torch.ones(3, dtype=torch.complex64).conj()
     with pytest.raises(InvalidProblem, match="refused DLPack export"):
         view_of(c, 0)
+
+
+def test_numpy_and_torch_scalars_as_axis_and_weight() -> None:
+    """An axis may be any integer scalar (``__index__``: numpy, torch), a weight any real
+    number (numpy's too); bools and other types are refused, naming the argument."""
+    want = np.cumsum(F, 1)
+    for ax in (1, np.int64(1), np.int32(-1), torch.tensor(1)):
+        np.testing.assert_allclose(bc.cumsum(F, ax), want)  # type: ignore[arg-type]
+        np.testing.assert_allclose(bc.scan_backward("cumsum", F, axis=ax), np.cumsum(F[:, ::-1], 1)[:, ::-1])  # type: ignore[arg-type]  # noqa: E501
+        assert bc.sparsemax(F, ax).shape == (3, 4)  # type: ignore[arg-type]
+    for bad in (True, 1.0, "1", None, np.True_):
+        with pytest.raises(InvalidProblem, match=r"baracuda\.cumsum: axis must be an int"):
+            bc.cumsum(F, bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidProblem, match=r"baracuda\.sparsemax: axis must be an int"):
+            bc.sparsemax(F, bad)  # type: ignore[arg-type]
+    for w in (0.25, np.float32(0.25), np.float64(0.25), 1, np.int64(0)):
+        np.testing.assert_allclose(bc.lerp(F, 2 * F, w), F + float(w) * F)  # type: ignore[arg-type]
+    for bad in (True, np.True_, "0.5", None, np.ones(1)):
+        with pytest.raises(InvalidProblem, match=r"baracuda\.lerp: weight must be a real number"):
+            bc.lerp(F, F, bad)  # type: ignore[arg-type]

@@ -59,7 +59,7 @@ def test_functional_array_api_strict() -> None:
 
 
 def test_functional_errors() -> None:
-    with pytest.raises(bc.InvalidProblem, match="weight must be a Python real number"):
+    with pytest.raises(bc.InvalidProblem, match="weight must be a real number"):
         bc.lerp(np.ones(3), np.ones(3), np.ones(3))  # type: ignore[arg-type]
     with pytest.raises(bc.InvalidProblem, match="weight"):
         bc.lerp_backward(np.ones(3), True)

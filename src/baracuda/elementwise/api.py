@@ -15,6 +15,7 @@ from baracuda._functional import (
     finish,
     is_cuda_array,
     plan_for,
+    real_arg,
     resolve_stream,
     run_hit,
     run_hit_binary,
@@ -27,7 +28,6 @@ from baracuda.elementwise.lerp_backward import (
     BinaryParamBackwardDescriptor,
     BinaryParamBackwardPlan,
 )
-from baracuda.errors import InvalidProblem
 
 __all__ = ["lerp", "lerp_backward"]
 
@@ -38,9 +38,7 @@ _BOUND = BoundCalls()
 
 
 def _weight(op: str, weight: object) -> float:
-    if isinstance(weight, bool) or not isinstance(weight, int | float):
-        raise InvalidProblem(f"baracuda.{op}: weight must be a Python real number (got {weight!r})")
-    return float(weight)
+    return real_arg(op, "weight", weight)
 
 
 def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:

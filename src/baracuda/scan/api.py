@@ -13,6 +13,7 @@ from baracuda._functional import (
     element_of,
     empty_like,
     finish,
+    int_arg,
     is_cuda_array,
     resolve_stream,
     run_hit,
@@ -75,6 +76,7 @@ _BOUND = BoundCalls()
 def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBreak,
              stream: object) -> Any:  # fmt: skip
     extremum = kind in (ScanKind.CUMMAX, ScanKind.CUMMIN)
+    axis = int_arg(kind.value, "axis", axis)
     _check_reverse(kind.value, reverse)
     key, hit, bound = _BOUND.lookup(stream, (kind, axis, reverse, tie_break), x)
     if hit is not None:
@@ -186,6 +188,7 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     """
     k = _kind("scan_backward", kind)
     tb = _tie("scan_backward", tie_break)
+    axis = int_arg("scan_backward", "axis", axis)
     _check_reverse("scan_backward", reverse)
     key, hit, bound = _BOUND.lookup(stream, (k, axis, reverse, tb), dy, x, y)
     bd, bx, by = bound if bound else (None, None, None)

@@ -13,6 +13,7 @@ from baracuda._functional import (
     element_of,
     empty_like,
     finish,
+    int_arg,
     is_cuda_array,
     resolve_stream,
     run_hit,
@@ -37,9 +38,7 @@ _BOUND = BoundCalls()
 
 
 def _axis(op: str, axis: object) -> int:
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise InvalidProblem(f"baracuda.{op}: axis must be an int (got {axis!r})")
-    return axis
+    return int_arg(op, "axis", axis)
 
 
 def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
