@@ -94,13 +94,14 @@ def real_arg(op: str, name: str, value: object) -> float:
     raise InvalidProblem(f"baracuda.{op}: {name} must be a real number (got {value!r})")
 
 
-def check_host_operands(op: str, operands: Sequence[tuple[str, Any]], *,
-                        min_rank: int = 0) -> None:  # fmt: skip
+def check_host_operands(op: str, operands: Sequence[tuple[str, Any]]) -> None:
     """The array-API path's checks of a call's arrays, those the CUDA path's plans make: each
     an array of one array library, on the first one's device, of a supported element type
     (f32, f16, bf16, f64: the references compute in f32 or f64 and round back, which would
-    truncate integers and drop imaginary parts), the first of rank ``min_rank`` to 8, the
-    others of its shape and dtype. ``operands``: (field name, array) pairs, None skipped."""
+    truncate integers and drop imaginary parts), the first of rank at most 8 (the references
+    refuse rank 0 where the op needs an axis), the others of its shape and dtype.
+    ``operands``: (field name, array) pairs; None (a saved tensor the op does not read) is
+    skipped."""
     name = f"baracuda.{op}"
     given = [(f, a) for f, a in operands if a is not None]
     for f, a in given:
@@ -127,7 +128,7 @@ def check_host_operands(op: str, operands: Sequence[tuple[str, Any]], *,
                 f"{name}: {f} dtype {a.dtype} is not supported; supported: "
                 + ", ".join(k.value for k in ElementKind)
             ) from None
-    shape = check_shape(name, f"{f0}.shape", tuple(a0.shape), min_rank=min_rank)
+    shape = check_shape(name, f"{f0}.shape", tuple(a0.shape))
     dev = device_of(a0)
     for f, a in rest:
         if device_of(a) != dev:
