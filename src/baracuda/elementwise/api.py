@@ -37,10 +37,6 @@ _NO_WORKSPACE = Workspace.none()
 _BOUND = BoundCalls()
 
 
-def _weight(op: str, weight: object) -> float:
-    return real_arg(op, "weight", weight)
-
-
 def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     """Linear interpolation ``a + weight * (b - a)`` with a scalar weight.
 
@@ -64,7 +60,7 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     ------
     InvalidProblem: shapes, dtypes or devices differ.  Unsupported: dtype, rank > 8.
     """
-    w = _weight("lerp", weight)
+    w = real_arg("lerp", "weight", weight)
     key, hit, bound = _BOUND.lookup(stream, ("lerp", w), a, b)
     if hit is not None:
         return run_hit_binary(hit, bound, a, b)
@@ -94,7 +90,7 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
     One pass: reads ``dy`` once, writes both gradients. Same dtypes, layouts, devices and
     precision as ``lerp``; no gradient flows to the scalar ``weight``.
     """
-    w = _weight("lerp_backward", weight)
+    w = real_arg("lerp_backward", "weight", weight)
     key, hit, bound = _BOUND.lookup(stream, ("lerp_backward", w), dy)
     if hit is not None:
         sd = bound[0]

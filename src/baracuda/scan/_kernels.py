@@ -1343,8 +1343,8 @@ def _zero_lookback(rec: Recorder | None, module: LoadedModule, stream: Stream, s
     return False
 
 
-def _stream_tiles(rows: int, n: int, itemsize: int) -> tuple[int, int]:
-    """The stream kernel's tiles a row and waves a row over ``rows`` rows of ``n``."""
+def _stream_tiles(n: int, itemsize: int) -> tuple[int, int]:
+    """The stream kernel's tiles and waves in a row of ``n``."""
     tpr = _cdiv(n * itemsize, STREAM_TILE)
     return tpr, _cdiv(tpr, STREAM_WAVE)
 
@@ -1352,7 +1352,7 @@ def _stream_tiles(rows: int, n: int, itemsize: int) -> tuple[int, int]:
 def _stream_bytes(rows: int, n: int, itemsize: int) -> int:
     """Workspace bytes of the stream kernel: the tile counter (16), a word a tile and a word
     a wave."""
-    tpr, waves = _stream_tiles(rows, n, itemsize)
+    tpr, waves = _stream_tiles(n, itemsize)
     return 16 + 8 * rows * (tpr + waves)
 
 
@@ -1374,7 +1374,7 @@ def _stream_rows(module: LoadedModule, op: str, params: Params,
         and used == [IN0, OUT]
         and params.outer.rank == 1
         and (params.n * itemsize) % 16 == 0
-        and params.rows * _stream_tiles(params.rows, params.n, itemsize)[0] < 2**31
+        and params.rows * _stream_tiles(params.n, itemsize)[0] < 2**31
     )
 
 
@@ -1386,7 +1386,7 @@ def _launch_stream(module: LoadedModule, op: str, stream: Stream, params: Params
     workspace itself; the number of tiles."""
     _check_aligned(states_ptr)
     rows, n = int(params.rows), int(params.n)
-    tpr, _ = _stream_tiles(rows, n, itemsize)
+    tpr, _ = _stream_tiles(n, itemsize)
     params.nchunks, params.lb = tpr, states_ptr  # tiles a row; the tile counter and words
     kernel = f"scan_{op}_{STREAM_KINDS[1] if reverse else STREAM_KINDS[0]}"
     fn = module.function(kernel, STREAM_SMEM)

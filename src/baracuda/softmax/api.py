@@ -37,10 +37,6 @@ __all__ = ["sparsemax", "sparsemax_backward"]
 _BOUND = BoundCalls()
 
 
-def _axis(op: str, axis: object) -> int:
-    return int_arg(op, "axis", axis)
-
-
 def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     """Sparsemax along ``axis``: the Euclidean projection of each row onto the simplex.
 
@@ -68,7 +64,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     ------
     InvalidProblem: bad axis, 0-d input.  Unsupported: dtype, rank > 8.
     """
-    ax = _axis("sparsemax", axis)
+    ax = int_arg("sparsemax", "axis", axis)
     key, hit, bound = _BOUND.lookup(stream, ("sparsemax", ax), x)
     if hit is not None:
         sig = bound[0]
@@ -106,7 +102,7 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     ------
     InvalidProblem: shapes, dtypes or devices differ; bad axis.  Unsupported: dtype, rank > 8.
     """
-    ax = _axis("sparsemax_backward", axis)
+    ax = int_arg("sparsemax_backward", "axis", axis)
     if y is None:
         raise InvalidProblem("baracuda.sparsemax_backward: y, the forward's output, is required")
     key, hit, bound = _BOUND.lookup(stream, ("sparsemax_backward", ax), dy, y)
