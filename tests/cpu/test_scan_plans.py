@@ -39,6 +39,7 @@ from baracuda.scan._kernels import (
     ROUNDS_OPS,
     SCAN_GROUPS,
     SCAN_SOURCES,
+    SEG1_OPS,
     SEG_OPS,
     STREAM_GROUPS,
     STREAM_KINDS,
@@ -761,12 +762,13 @@ def test_tie_break_enum_accepted() -> None:
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
-_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "seg", "lbpair", "strip", "ring")
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "seg", "seg1", "lbpair", "strip", "ring")
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
     | {f"scan_{op}_pipe1" for op in PIPE_AUX_OPS}
     | {f"scan_{op}_seg" for op in SEG_OPS}
+    | {f"scan_{op}_seg1" for op in SEG1_OPS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
     | {"scan_max_bwd_rows", _SHARED}
@@ -935,6 +937,48 @@ def test_segmented_launch(resident: int, monkeypatch: pytest.MonkeyPatch) -> Non
     assert K.launch_max_backward(log, None, shape, 1, **{**args, "x": odd}) == "max_bwd_rows"  # type: ignore[arg-type]
 
 
+
+@pytest.mark.parametrize("op", ["sum", "max", "lse", "prod", "prod_bwd"])
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
+def test_segmented_one_vector_launch(op: str, itemsize: int,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Runs of SEG1_OPS whose 512-byte tiles a wave of warps holds, one each, take
+    scan_<op>_seg1 (one vector a lane; 3 blocks of 8 warps an SM); larger runs, the
+    backward's ops and SEG_ONE_VECTOR off take scan_<op>_seg's 1 KiB tiles."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    log.resident = 3
+    grids = _record_grids(log, monkeypatch)
+    wave = 132 * 24  # 512-byte tiles a wave of warps takes, one each
+
+    def launch(rows: int, n: int, reverse: bool = False) -> str:
+        st = (n, 1)
+        ops = [Slot(1 << 30, st), None, None, Slot(2 << 30, st), None]
+        if op == "prod_bwd":
+            ops = [Slot(k << 30, st) for k in (1, 2, 3, 4)] + [None]
+        variant = K.launch_scan(log, op, None, (rows, n), 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                                operands=ops, vec_slots=(0, 1, 2, 3), itemsize=itemsize,
+                                layout="rows", sm_count=132, states_ptr=0)  # fmt: skip
+        return variant
+
+    n = 64 // itemsize * 4  # 256-byte rows
+    one = op in SEG1_OPS
+    for rows, fits in ((1, True), (wave * 2, True), (wave * 2 + 1, False), (2**20, False)):
+        for reverse in (False, True):
+            variant = launch(rows, n, reverse)
+            tiles = -(-rows * n * itemsize // 512)
+            if one and fits:
+                assert variant == f"seg1:{tiles}x1", (rows, variant)
+                assert log.calls[-1][0] == f"scan_{op}_seg1"
+                wpb = max(1, min(8, tiles // 132))
+                assert grids[-1] == ((-(-tiles // wpb), 1, 1), 0)
+            else:
+                assert variant.startswith("seg") and ":" not in variant, variant
+                assert log.calls[-1][0] == f"scan_{op}_seg"
+    monkeypatch.setattr(K, "SEG_ONE_VECTOR", False)
+    assert ":" not in launch(2, n)
+    assert log.calls[-1][0] == f"scan_{op}_seg"
 _STRIP_CASES = [
     # (shape, axis, itemsize, x strides or None (dense), x pointer offset, width)
     ((4096, 8192), 0, 4, None, 0, 256),  # 128 strips of 256 B: three quarters of 132 SMs

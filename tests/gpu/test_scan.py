@@ -471,9 +471,10 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
     SEG_MAX_BYTES and, in reverse, the run is whole vectors; both directions, forward and
     backward (cumsum's backward is a reverse cumsum of dy and takes them too), on poisoned
     outputs against the float64 reference (cummax/cummin: values and indices, ties to the
-    first and to the last), and bitwise equal on a second run. Rows that are not one aligned
-    run (a view starting one element in, rows sliced from wider ones) take the other
-    kernels."""
+    first and to the last), and bitwise equal on a second run. Small runs of SEG1_OPS take
+    one vector a lane (scan_seg1), large ones two; the small runs again with SEG_ONE_VECTOR
+    off take two. Rows that are not one aligned run (a view starting one element in, rows
+    sliced from wider ones) take the other kernels."""
     from baracuda.scan import _kernels as K
 
     assert K.SEG_ROWS
@@ -482,15 +483,23 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
     lanes = 16 // element.itemsize
     op = "max" if kind in EXTREMA else _op_of(kind)
     seg = f"scan_{op}_seg"
+    segs = (seg, f"scan_{op}_seg1")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for i, (shape, axis) in enumerate(SEG_CASES):
         n, total = shape[axis], math.prod(shape)
         x = torch.from_numpy(make_input(kind, shape, 40 + i)).to("cuda", dt)
+        # 512-byte tiles: one each for a warp of every SM (seg1), more than a wave of 24 (seg)
+        tiles = -(-total * element.itemsize // 512)
+        one_vec = op in K.SEG1_OPS and tiles <= sms
+        two_vec = op not in K.SEG1_OPS or tiles > sms * K.SEG_WARPS_PER_SM
         for reverse in (False, True):
             want = n * element.itemsize <= K.SEG_MAX_BYTES and (not reverse or total % lanes == 0)
             label = f"{shape} axis={axis} rev={reverse}"
             names.clear()
             y, _ = run_forward(kind, x, axis, reverse)
-            assert (names == [seg]) == want, (label, names)
+            assert (len(names) == 1 and names[0] in segs) == want, (label, names)
+            assert not want or not one_vec or names == [segs[1]], (label, names)
+            assert not want or not two_vec or names == [seg], (label, names)
             y2, _ = run_forward(kind, x, axis, reverse)
             assert torch.equal(y.nan_to_num(), y2.nan_to_num()), f"a second run differs: {label}"
             if kind in EXTREMA:  # ties to the last (torch's choice)
@@ -505,7 +514,7 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
             fits = n * element.itemsize <= K.SEG_MAX_BYTES
             back = fits and (reverse or total % lanes == 0)
             if kind is ScanKind.CUMSUM:
-                assert names.count(seg) == want + back, (label, names)
+                assert sum(map(names.count, segs)) == want + back, (label, names)
             elif kind in EXTREMA:
                 both = back and (not reverse or total % lanes == 0)
                 two = ["scan_maxflag_seg", "scan_seg_bwd_seg"]
@@ -523,6 +532,21 @@ def test_scan_segmented_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
             else:
                 bwd = f"scan_{_op_of(kind)}_bwd_seg"
                 assert names.count(bwd) == back, (label, names)
+    # the small runs with one vector a lane off: 1 KiB tiles (scan_seg), partial ones too
+    if op in K.SEG1_OPS:
+        monkeypatch.setattr(K, "SEG_ONE_VECTOR", False)
+        for i, (shape, axis) in enumerate(SEG_CASES):
+            n, total = shape[axis], math.prod(shape)
+            if total * element.itemsize > 2**20 or n * element.itemsize > K.SEG_MAX_BYTES:
+                continue
+            x = torch.from_numpy(make_input(kind, shape, 40 + i)).to("cuda", dt)
+            for reverse in (False, True) if total % lanes == 0 else (False,):
+                label = f"two vectors a lane: {shape} axis={axis} rev={reverse}"
+                names.clear()
+                run_forward(kind, x, axis, reverse)
+                assert names == [seg], (label, names)
+                check_op(kind, element, x, axis, reverse, label)
+        monkeypatch.setattr(K, "SEG_ONE_VECTOR", True)
     # not one aligned run: a view one element in, rows sliced from wider rows
     flat = torch.from_numpy(make_input(kind, (4099 * 16 + 1,), 60)).to("cuda", dt)
     wide = torch.from_numpy(make_input(kind, (4099, 20), 61)).to("cuda", dt)
@@ -836,7 +860,8 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
     any_size = (2, 4, 8)  # COOP_LSE_ITEMSIZES: the cooperative kernel for every type
     return [
         ("many aligned rows", (many, 32 * lanes), -1, {"SEG_ROWS": False}, "pipe1"),
-        ("many short rows, segmented", (many - 3, 24), -1, {}, "seg"),
+        ("many short rows, segmented", (many - 3, 24), -1, {"SEG_ONE_VECTOR": False}, "seg"),
+        ("many short rows, segmented, a vector a lane", (many - 3, 24), -1, {}, "seg1"),
         ("short odd rows", (37, 129), -1, {"SEG_ROWS": False}, "rows1"),
         ("few long odd rows", (3, 50_001), 1, {}, "rows8"),
         ("few long aligned rows", (2, wide), 1, {"COOP_ROUNDS": 1, "COOP_LSE_ITEMSIZES": any_size},

@@ -65,6 +65,8 @@ __all__ = [
     "PIPE_OPS",
     "PIPE_AUX_OPS",
     "SEG_OPS",
+    "SEG1_OPS",
+    "SEG_ONE_VECTOR",
     "PIPELINED_ROWS",
     "SEG_ROWS",
     "SEG_MAX_BYTES",
@@ -132,6 +134,11 @@ SEG_MAX_BYTES = 512
 # the driver fits fewer (the backward's three-input kernels and cummax/cummin's 2-byte
 # kernels: 2 blocks)
 SEG_WARPS_PER_SM = 24
+# Switch: segmented tiles of SEG1_OPS take one 16-byte vector a lane (scan_<op>_seg1: tiles
+# of 512 bytes, half the serial steps a lane and about half the code of scan_<op>_seg) where
+# the run is small enough for every warp to take one such tile. Read at each launch.
+SEG_ONE_VECTOR = True
+SEG1_OPS = (*PIPE_OPS, "max")
 
 # Switch: rows too few to fill the GPU are scanned in one pass with decoupled look-back
 # (lbrows / lbcols); False takes the three-pass chunked scan. Read at each launch.
@@ -220,6 +227,12 @@ def _seg_rows(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slo
         if any(d > 1 and st != n * c for d, st, c in zip(oshape, ostrides[0], run, strict=True)):
             return False
     return True
+
+
+def _seg_warps(module: LoadedModule, kernel: str) -> int:
+    """Warps an SM of a segmented-tiles kernel: SEG_WARPS_PER_SM, or fewer where fewer fit
+    (the backward's three inputs, cummax/cummin's 2-byte kernel)."""
+    return min(SEG_WARPS_PER_SM, BLOCK // 32 * module.resident_blocks(kernel, BLOCK))
 
 
 def _one_run(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
@@ -619,6 +632,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
                 for k in ("pipe1", "coop", "cooprev", "lbstage"))
         + tuple(f"scan_{op}_pipe1" for op in ops if op in PIPE_AUX_OPS)
         + tuple(f"scan_{op}_seg" for op in ops if op in SEG_OPS)
+        + tuple(f"scan_{op}_seg1" for op in ops if op in SEG1_OPS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
@@ -1052,7 +1066,8 @@ def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Str
 # the values it was recorded with; the CPU tests check that every upper-case global is here or
 # in _FIXED).
 _SWITCHES = (
-    "PIPELINED_ROWS", "SEG_ROWS", "SEG_MAX_BYTES", "SEG_WARPS_PER_SM", "LOOKBACK",
+    "PIPELINED_ROWS", "SEG_ROWS", "SEG_MAX_BYTES", "SEG_WARPS_PER_SM", "SEG_ONE_VECTOR",
+    "LOOKBACK",
     "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
@@ -1062,8 +1077,9 @@ _SWITCHES = (
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
-    "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "PAIR_OPS", "STRIP_OPS", "STRIP_CHUNK",
-    "STRIP_STAGES", "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM", "COOP_ROW_BYTES",
+    "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_OPS",
+    "STRIP_CHUNK", "STRIP_STAGES", "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM",
+    "COOP_ROW_BYTES",
     "SCAN_GROUPS", "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
     "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER", "STREAM_OPS",
     "STREAM_KINDS", "STREAM_GROUPS", "STREAM_TILE", "STREAM_STAGES", "STREAM_WAVE",
@@ -1204,10 +1220,13 @@ def launch_scan(
         and (not reverse or n % lanes == 0)
     )
     if _seg_rows(op, shape, axis, operands, itemsize, reverse, mode):
-        kernel = f"scan_{op}_seg"
-        tiles = _cdiv(total, 1024 // itemsize)  # pipe1's tiles over the run of all rows
-        # warps an SM: SEG_WARPS_PER_SM, or fewer where fewer fit (the backward's three inputs)
-        per_sm = min(SEG_WARPS_PER_SM, BLOCK // 32 * module.resident_blocks(kernel, BLOCK))
+        kernel, tile_bytes = f"scan_{op}_seg", 1024  # pipe1's tiles over the run of all rows
+        if SEG_ONE_VECTOR and op in SEG1_OPS:  # one vector a lane where a wave holds them all
+            one = f"scan_{op}_seg1"
+            if _cdiv(total * itemsize, 512) <= sm_count * _seg_warps(module, one):
+                kernel, tile_bytes = one, 512
+        tiles = _cdiv(total * itemsize, tile_bytes)
+        per_sm = _seg_warps(module, kernel)
         per = _cdiv(tiles, min(tiles, sm_count * per_sm))  # a warp's stretch
         warps = _cdiv(tiles, per)
         # blocks of 8 warps, fewer where that leaves SMs idle (a small run reaches them all)
@@ -1215,7 +1234,7 @@ def launch_scan(
         params.chunk_len, params.nchunks, params.vec = per, 1, 1
         _enqueue(rec, module.function(kernel), (_cdiv(warps, wpb), 1, 1), 32 * wpb, 0,
                  stream, params, kernel)  # fmt: skip
-        return f"seg{warps}x{per}"
+        return f"{'seg1:' if tile_bytes == 512 else 'seg'}{warps}x{per}"
     if layout == "cols" and op in STRIP_OPS:  # before the other layouts' tests
         sw = _strip_width(shape, axis, operands, itemsize, sm_count)
         kernel = f"scan_{op}_strip"
