@@ -1,5 +1,7 @@
 """Many short rows along the last axis: baracuda with segmented tiles (``SEG_ROWS``, the
-default) and without (a warp a row: ``pipe1``, ``rows1``, the fused cummax backward), torch,
+default: one vector a lane where a wave of warps holds the run, ``SEG_ONE_VECTOR``), with
+two vectors a lane throughout (``SEG_ONE_VECTOR`` off), without segmented tiles (a warp a row:
+``pipe1``, ``rows1``, the fused cummax backward), torch,
 and a copy of x (its bytes read and written), in one run on one card, f32 and bf16, for
 cumsum, cumprod, logcumsumexp and cummax (forward; cummax writes values and int64 indices)
 and the backward of each (``scan_backward`` from the saved tensors; torch:
@@ -101,8 +103,8 @@ def main() -> None:
     bw = copy_bandwidth()
     print(f"card: {card}   copy bandwidth: {bw / 1e9:.0f} GB/s (1 GiB fp32 copy_)")
     print(f"{'op':>21} {'shape':>16} {'dtype':>8} {'seg us':>8} {'GB/s':>6} {'%bw':>4} "
-          f"{'warp us':>8} {'torch us':>9} {'copy us':>8} {'vs warp':>7} {'vs torch':>8} "
-          f"{'err':>8}")  # fmt: skip
+          f"{'2-vec us':>8} {'warp us':>8} {'torch us':>9} {'copy us':>8} {'vs warp':>7} "
+          f"{'vs torch':>8} {'err':>8}")  # fmt: skip
     rows: list[dict[str, Any]] = []
     torch.manual_seed(0)
     for name in args.ops:
@@ -119,6 +121,11 @@ def main() -> None:
                 err = ((out.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
                 del ref
                 t_seg = time_us(ours)
+                _kernels.SEG_ONE_VECTOR = False
+                try:
+                    t_two = time_us(ours)
+                finally:
+                    _kernels.SEG_ONE_VECTOR = True
                 _kernels.SEG_ROWS = False
                 try:
                     t_warp = time_us(ours)
@@ -131,12 +138,13 @@ def main() -> None:
                 gbs = nbytes / t_seg / 1e3
                 rows.append(dict(op=name, shape=[r, n], dtype=str(dt)[6:], seg_us=round(t_seg, 2),
                                  gbs=round(gbs, 1), frac_bw=round(nbytes / t_seg / 1e-6 / bw, 3),
-                                 warp_us=round(t_warp, 2), torch_us=round(t_torch, 2),
-                                 copy_us=round(t_copy, 2), err=err))  # fmt: skip
+                                 two_vector_us=round(t_two, 2), warp_us=round(t_warp, 2),
+                                 torch_us=round(t_torch, 2), copy_us=round(t_copy, 2),
+                                 err=err))  # fmt: skip
                 print(f"{name:>21} {(r, n)!s:>16} {str(dt)[6:]:>8} {t_seg:8.1f} {gbs:6.0f} "
-                      f"{100 * nbytes / t_seg / 1e-6 / bw:3.0f}% {t_warp:8.1f} {t_torch:9.1f} "
-                      f"{t_copy:8.1f} {t_warp / t_seg:6.2f}x {t_torch / t_seg:7.2f}x "
-                      f"{err:8.1e}")  # fmt: skip
+                      f"{100 * nbytes / t_seg / 1e-6 / bw:3.0f}% {t_two:8.1f} {t_warp:8.1f} "
+                      f"{t_torch:9.1f} {t_copy:8.1f} {t_warp / t_seg:6.2f}x "
+                      f"{t_torch / t_seg:7.2f}x {err:8.1e}")  # fmt: skip
     with open(args.out, "w") as f:
         json.dump({"card": card, "copy_bandwidth": bw, "rows": rows}, f, indent=1)
     print(f"wrote {args.out}")
