@@ -1812,8 +1812,8 @@ __device__ void scan_pipe(const Params& P) {
 // (tiles of 512 bytes) where a wave of warps holds the whole run, one tile each: a lane's
 // serial steps and the code a warp runs are about halved. On the H100 that took 0.2-1.1 us off
 // each kernel of cumsum, cumprod, logcumsumexp and cummax over (8, 128) to (6144, 64) (cummax
-// bf16 (4096, 32): 4.70 -> 3.62 us), where the kernels are latency-bound; the first tile's
-// loads go out before the carry's reads and divisions (0.1-0.3 us).
+// bf16 (4096, 32): 4.70 -> 3.62 us), where the kernels are latency-bound. The first tile's
+// loads go out before the carry's reads and divisions (up to 0.35 us off the small kernels).
 
 template <class Op>
 __device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
