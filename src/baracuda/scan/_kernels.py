@@ -1220,13 +1220,13 @@ def launch_scan(
         and (not reverse or n % lanes == 0)
     )
     if _seg_rows(op, shape, axis, operands, itemsize, reverse, mode):
-        kernel, tile_bytes = f"scan_{op}_seg", 1024  # pipe1's tiles over the run of all rows
-        if SEG_ONE_VECTOR and op in SEG1_OPS:  # one vector a lane where a wave holds them all
-            one = f"scan_{op}_seg1"
-            if _cdiv(total * itemsize, 512) <= sm_count * _seg_warps(module, one):
-                kernel, tile_bytes = one, 512
-        tiles = _cdiv(total * itemsize, tile_bytes)
-        per_sm = _seg_warps(module, kernel)
+        # one vector a lane (512-byte tiles) where a wave of warps holds them all, one each;
+        # else pipe1's 1 KiB tiles over the run of all rows
+        kernel, tiles = f"scan_{op}_seg1", _cdiv(total * itemsize, 512)
+        per_sm = _seg_warps(module, kernel) if SEG_ONE_VECTOR and op in SEG1_OPS else 0
+        if tiles > sm_count * per_sm:
+            kernel, tiles = f"scan_{op}_seg", _cdiv(total * itemsize, 1024)
+            per_sm = _seg_warps(module, kernel)
         per = _cdiv(tiles, min(tiles, sm_count * per_sm))  # a warp's stretch
         warps = _cdiv(tiles, per)
         # blocks of 8 warps, fewer where that leaves SMs idle (a small run reaches them all)
@@ -1234,7 +1234,7 @@ def launch_scan(
         params.chunk_len, params.nchunks, params.vec = per, 1, 1
         _enqueue(rec, module.function(kernel), (_cdiv(warps, wpb), 1, 1), 32 * wpb, 0,
                  stream, params, kernel)  # fmt: skip
-        return f"{'seg1:' if tile_bytes == 512 else 'seg'}{warps}x{per}"
+        return f"{'seg1:' if kernel.endswith('1') else 'seg'}{warps}x{per}"
     if layout == "cols" and op in STRIP_OPS:  # before the other layouts' tests
         sw = _strip_width(shape, axis, operands, itemsize, sm_count)
         kernel = f"scan_{op}_strip"
