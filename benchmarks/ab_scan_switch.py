@@ -6,7 +6,7 @@ other: bit for bit, or with ``--rounding`` (a switch that changes the order of t
 within 1e-5 (f32) / 1e-2 (bf16) of the largest magnitude. Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
-        [--rounding]   (on a GPU)
+        [--rounding] [--extrema-backward]   (on a GPU)
 """
 
 from __future__ import annotations
@@ -56,22 +56,43 @@ MORE: list[tuple[str, tuple[int, ...], int]] = [
     ("cumprod", (4096, 8192), 1),
     ("cumsum_backward", (4096, 8192), 1),
 ]
+# the cummax backward (--extrema-backward: these cases alone): rows a block takes whole
+# (FUSED_MAX_BACKWARD_BLOCKS), odd lengths, and many rows, a warp each (not switched by it)
+EXTREMA_BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
+    ("cummax_backward", (1024, 8192), 1),
+    ("cummax_backward", (1500, 2048), 1),
+    ("cummax_backward", (600, 4104), 1),
+    ("cummax_backward", (64, 4096), 1),
+    ("cummax_backward", (16, 3001), 1),
+    ("cummax_backward", (4096, 8192), 1),
+]
 DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
 
 
 
 def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind,
           s: bc.Stream, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> Any:  # fmt: skip
-    if op == "cumsum_backward":
-        plan: Any = ScanBackwardPlan.select(s, ScanBackwardDescriptor(ScanKind.CUMSUM, shape,
-                                                                      axis, el))  # fmt: skip
-        args: Any = ScanBackwardArgs(x, y, None, None)
+    if op.endswith("_backward"):  # cumsum: dy = x; cummax: dy = x too, the saved x
+        kind = ScanKind(op.removesuffix("_backward"))
+        plan: Any = ScanBackwardPlan.select(s, ScanBackwardDescriptor(kind, shape, axis, el))
+        args: Any = ScanBackwardArgs(x, y, x if kind is ScanKind.CUMMAX else None, None)
     else:
         kind = ScanKind(op)
         plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, el))
         args = ScanArgs(x, y, idx if kind is ScanKind.CUMMAX else None)
     ws = bc.Workspace.allocate(plan.workspace_size(), s)
     return lambda: plan.run(s, ws, args)
+
+
+def _torch(op: str, axis: int, x: torch.Tensor) -> Any:
+    """torch's call for the same work: the op, or for a backward autograd's (dy = x)."""
+    if not op.endswith("_backward"):
+        fn = getattr(torch, op)
+        return lambda: fn(x, axis)
+    xr = x.detach().clone().requires_grad_(True)
+    out = getattr(torch, op.removesuffix("_backward"))(xr, axis)
+    out = out[0] if isinstance(out, tuple) else out
+    return lambda: torch.autograd.grad(out, xr, x, retain_graph=True)
 
 
 def main() -> None:
@@ -82,6 +103,9 @@ def main() -> None:
     ap.add_argument("--more", action="store_true", help="also the MORE shapes")
     ap.add_argument("--rounding", action="store_true",
                     help="outputs may differ by rounding (not bit for bit)")  # fmt: skip
+    ap.add_argument("--torch", action="store_true", help="also time torch's call (autograd's)")
+    ap.add_argument("--extrema-backward", action="store_true",
+                    help="only the cummax backward's cases (EXTREMA_BACKWARD)")  # fmt: skip
     a = ap.parse_args()
     default = getattr(_kernels, a.switch)
     if not isinstance(default, bool):
@@ -94,7 +118,8 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     try:
         for dt, el in DTYPES:
-            for op, shape, axis in CASES + (MORE if a.more else []):
+            cases = EXTREMA_BACKWARD if a.extrema_backward else CASES + (MORE if a.more else [])
+            for op, shape, axis in cases:
                 x = torch.randn(shape, device="cuda", dtype=dt)
                 y = {v: torch.full_like(x, float("nan")) for v in (True, False)}
                 idx = {v: torch.empty(shape, device="cuda", dtype=torch.int64)
@@ -108,6 +133,7 @@ def main() -> None:
                     for v in (True, False):
                         setattr(_kernels, a.switch, v)
                         times[v].append(time_us(run[v]))
+                torch_us = time_us(_torch(op, axis, x)) if a.torch else None
                 same = exact = torch.equal(y[True], y[False])
                 if not same and a.rounding:
                     on64, off64 = y[True].double(), y[False].double()
@@ -116,13 +142,15 @@ def main() -> None:
                     same = diff <= (1e-5 if dt == torch.float32 else 1e-2)
                 rec = {"device": dev, "op": op, "shape": list(shape), "axis": axis,
                        "dtype": el.value, "on_us": times[True], "off_us": times[False],
-                       "outputs_equal": same, "bitwise_equal": exact}  # fmt: skip
+                       "outputs_equal": same, "bitwise_equal": exact,
+                       "torch_us": torch_us}  # fmt: skip
                 rows.append(rec)
                 on = " ".join(f"{t:7.1f}" for t in times[True])
                 off = " ".join(f"{t:7.1f}" for t in times[False])
                 verdict = "equal" if exact else "close" if same else "OUTPUTS DIFFER"
+                peer = f"   torch {torch_us:7.1f}" if torch_us is not None else ""
                 print(f"{el.value:<4} {op:<16} {shape!s:<14} ax{axis}  on {on}   off {off}"
-                      f"   {verdict}", flush=True)  # fmt: skip
+                      f"{peer}   {verdict}", flush=True)  # fmt: skip
     finally:
         setattr(_kernels, a.switch, default)
     if a.json:

@@ -475,25 +475,45 @@ def test_flag_strides_match_layouts() -> None:
     assert flag_strides((3, 5, 7), 2, "rows") == (35, 7, 1)
 
 
-def test_fused_extrema_backward_only_where_a_warp_takes_a_line(
+def test_fused_extrema_backward_only_where_a_group_takes_a_whole_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The one-kernel cummax/cummin backward is taken only for contiguous lines that rows1
-    scans (a warp per line); elsewhere nothing is enqueued and the two passes run."""
+    (a warp per line: scan_max_bwd_rows) or rows8 in one chunk a line (a block per line:
+    scan_max_bwd_rows8) scans; elsewhere nothing is enqueued and the two passes run."""
     from baracuda.scan import _kernels as K
 
-    def fused(shape: tuple[int, ...], layout: str = "rows") -> str | None:
-        sl = Slot(0, (shape[1], 1))
-        return launch_max_backward(None, None, shape, 1, reverse=False, mode=0,  # type: ignore[arg-type]
-                                   dy=sl, x=sl, dx=sl, flags=sl, layout=layout, itemsize=4,
-                                   sm_count=132)  # fmt: skip
+    log = _LaunchLog("sm_90")
+    grid = _record_grids(log, monkeypatch)
 
-    assert chunking("rows", 33, 1500, 4, 132).layout == "rows8"
-    assert fused((33, 1500)) is None  # a block per line
+    def fused(shape: tuple[int, ...], layout: str = "rows", itemsize: int = 4) -> str | None:
+        sl = Slot(0, (shape[1], 1))
+        log.calls.clear()
+        v = launch_max_backward(log, None, shape, 1, reverse=False, mode=0,  # type: ignore[arg-type]
+                                dy=sl, x=sl, dx=sl, flags=sl, layout=layout, itemsize=itemsize,
+                                sm_count=132)  # fmt: skip
+        assert [c[0] for c in log.calls] == ([] if v is None else [f"scan_{v}"])
+        return v
+
+    monkeypatch.setattr(K, "SEG_ROWS", False)
+    assert chunking("rows", 70, 300, 4, 132).layout == "rows1"
+    assert fused((70, 300)) == "max_bwd_rows"  # a warp per line
+    for shape, itemsize in (((33, 1500), 4), ((1024, 8192), 4), ((1024, 8192), 2)):
+        ch = chunking("rows", shape[0], shape[1], itemsize, 132)
+        assert (ch.layout, ch.nchunks) == ("rows8", 1)
+        assert fused(shape, itemsize=itemsize) == "max_bwd_rows8"  # a block per line
+    assert fused((1024, 8192)) == "max_bwd_rows8" and grid[-1] == ((1024, 1, 1), 0)  # a line each
+    assert fused((4096, 8192)) == "max_bwd_rows" and grid[-1] == ((512, 1, 1), 0)  # 8 a block
+    assert fused((132 * 65 * 8, 64)) == "max_bwd_rows" and grid[-1] == ((132 * 64, 1, 1), 0)
+    assert chunking("rows", 4, 2**20, 4, 132, lookback_rows=False).nchunks > 1
+    assert fused((4, 2**20)) is None  # lines cut into chunks
     assert fused((4096, 8192), "cols") is None  # strided axis
     assert fused((0, 8)) is None  # empty
+    monkeypatch.setattr(K, "FUSED_MAX_BACKWARD_BLOCKS", False)
+    assert fused((1024, 8192)) is None
+    assert fused((4096, 8192)) == "max_bwd_rows"
     monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
-    assert fused((4096, 8192)) is None
+    assert fused((70, 300)) is None
 
 
 class _LaunchLog:
@@ -771,7 +791,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_seg1" for op in SEG1_OPS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
-    | {"scan_max_bwd_rows", _SHARED}
+    | {"scan_max_bwd_rows", "scan_max_bwd_rows8", _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
     | {f"scan_{op}_{k}" for op in STREAM_OPS for k in STREAM_KINDS}
     | {f"scan_{op}_{k}" for op in ROUNDS_OPS for k in ROUNDS_KINDS}
@@ -790,8 +810,8 @@ def test_scan_programs_hold_every_kernel_once() -> None:
 _FORWARD_OPS = {ScanKind.CUMSUM: ("sum",), ScanKind.CUMPROD: ("prod",), ScanKind.CUMMAX: ("max",),
                 ScanKind.CUMMIN: ("max",), ScanKind.LOGCUMSUMEXP: ("lse",)}  # fmt: skip
 _BACKWARD_OPS = {ScanKind.CUMSUM: ("sum",), ScanKind.CUMPROD: ("prod_bwd",),
-                 ScanKind.CUMMAX: ("maxflag", "seg_bwd", "max_bwd_rows"),
-                 ScanKind.CUMMIN: ("maxflag", "seg_bwd", "max_bwd_rows"),
+                 ScanKind.CUMMAX: ("maxflag", "seg_bwd", "max_bwd_rows", "max_bwd_rows8"),
+                 ScanKind.CUMMIN: ("maxflag", "seg_bwd", "max_bwd_rows", "max_bwd_rows8"),
                  ScanKind.LOGCUMSUMEXP: ("lse_bwd",)}  # fmt: skip
 
 

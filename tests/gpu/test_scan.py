@@ -1206,12 +1206,13 @@ def test_functional_bound_calls_keep_their_checks() -> None:
 @pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
-    """The one-kernel cummax/cummin backward (a warp per line: winner flags, then segmented
-    sums) on short lines and lines of several tiles with a partial last one, ties, NaN (one
-    and several), +-inf, all-equal lines, a strided x, both tie-breaks and directions: equal
-    to the float64 reference and to the two launches (flags, then the segmented scan). Where
-    x and dy are each one aligned run of short rows, the two passes take segmented tiles
-    instead, on the same special values."""
+    """The one-kernel cummax/cummin backward (a warp per line, or a block per line where rows8
+    takes whole lines: winner flags, then segmented sums) on short lines and lines of several
+    tiles with a partial last one, ties, NaN (one and several), +-inf, all-equal lines, a
+    strided x, both tie-breaks and directions: equal to the float64 reference and to the two
+    launches (flags, then the segmented scan). Where x and dy are each one aligned run of
+    short rows, the two passes take segmented tiles instead, on the same special values;
+    where rows8 cuts lines into chunks, the two launches run."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
@@ -1219,7 +1220,9 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
     names = launched_kernels(monkeypatch)
     dt = torch_dtype(element)
     many = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 5
-    for shape in ((70, 64), (33, 37), (9, 300), (many, 1100), (many, 8), (4 * many, 8)):
+    shapes = ((70, 64), (33, 37), (9, 300), (many, 1100), (many, 8), (4 * many, 8), (40, 3001),
+              (600, 4100), (7, 2**14 + 3))  # fmt: skip
+    for shape in shapes:
         rng = np.random.default_rng(shape[1])
         xn = np.round(rng.standard_normal(shape) * 3) / 4
         xn[1, 7] = np.nan
@@ -1243,11 +1246,14 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
                            and math.prod(shape) % lanes == 0)  # fmt: skip
                     if seg:  # both passes on segmented tiles (x and dy one aligned run)
                         assert names == ["scan_maxflag_seg", "scan_seg_bwd_seg"], (what, names)
-                    elif K.chunking("rows", shape[0], shape[1], element.itemsize,
-                                    sm).layout == "rows1":  # a warp per line: fused  # fmt: skip
+                    elif (ch := K.chunking("rows", shape[0], shape[1], element.itemsize,
+                                           sm)).layout == "rows1":  # a warp per line  # fmt: skip
                         assert names == ["scan_max_bwd_rows"], (what, names)
-                    else:
-                        assert "scan_max_bwd_rows" not in names, (what, names)
+                    elif ch.layout == "rows8" and ch.nchunks == 1:  # a block per line
+                        assert names == ["scan_max_bwd_rows8"], (what, names)
+                    else:  # two launches
+                        fused = [k for k in names if k.startswith("scan_max_bwd")]
+                        assert not fused, (what, names)
                     ref = R.scan_backward(kind, dy64, x=x64, axis=1, reverse=reverse,
                                           tie_break=tie)  # fmt: skip
                     mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=1,
@@ -1258,7 +1264,7 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
                     names.clear()
                     two = run_backward(kind, dy, x, None, 1, reverse, tie)
                     monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", True)
-                    assert names and "scan_max_bwd_rows" not in names, names
+                    assert names and not any(k.startswith("scan_max_bwd") for k in names), names
                     assert_close(dx, _np64(two), element, scale=max(1.0, math.sqrt(shape[1]) / 4),
                                  magnitude=mag, what=f"{what} vs two passes")  # fmt: skip
 

@@ -23,8 +23,8 @@ the final pass rescans each chunk from its carry; so do both with ``LOOKBACK`` o
 tiles that are one run of memory move through shared memory in 16-byte vectors
 (``lbstage``); cumsum/cumprod tiles of a 2-byte type whose adjacent lines pair up in 4-byte
 words take two groups of 32 lines, a thread per line pair (``lbpair``). The cummax/cummin
-backward runs in one kernel where a warp takes a row (``launch_max_backward``), else in two
-launches.
+backward runs in one kernel where a warp or a block takes a whole row
+(``launch_max_backward``), else in two launches.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ __all__ = [
     "lb_nodes_per_line",
     "lb_radix_bits",
     "FUSED_MAX_BACKWARD",
+    "FUSED_MAX_BACKWARD_BLOCKS",
     "LBCOLS_WIDE",
     "LBCOLS_STAGED",
     "COOP_ROWS",
@@ -554,6 +555,10 @@ def coop_lines(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None
 # many enough for a warp each; False keeps two launches (flags, then the segmented scan).
 # Read at each launch.
 FUSED_MAX_BACKWARD = True
+# Switch (under FUSED_MAX_BACKWARD): the same with a block per line (scan_max_bwd_rows8) where
+# rows8 takes whole lines (one chunk a line); False keeps two launches there. Read at each
+# launch.
+FUSED_MAX_BACKWARD_BLOCKS = True
 
 # scan.cu is compiled as one program per group of ops (the macro BC_SCAN_GROUP_<NAME>): a
 # plan loads the group of the ops it launches, so a first cumsum compiles the cumsum kernels
@@ -635,7 +640,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_seg1" for op in ops if op in SEG1_OPS)
         + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
-        + (("scan_max_bwd_rows",) if group == "max_bwd" else ())
+        + (("scan_max_bwd_rows", "scan_max_bwd_rows8") if group == "max_bwd" else ())
     )  # fmt: skip
 
 
@@ -1072,8 +1077,8 @@ _SWITCHES = (
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
-    "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "STREAM_ROWS", "STREAM_BLOCKS_PER_SM",
-    "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
+    "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
+    "STREAM_ROWS", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1437,11 +1442,13 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
                         *, reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot, flags: Slot,
                         layout: str, itemsize: int, sm_count: int,
                         rec: Recorder | None = None) -> str | None:  # fmt: skip
-    """Enqueue the cummax/cummin backward in one kernel (``scan_max_bwd_rows``; ``reverse`` and
-    ``mode`` of the forward, winner flags in ``flags`` laid out for ``layout``) where it
-    applies: ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", a warp per line (``chunking``
-    takes ``rows1``), and not both passes on segmented tiles (``_seg_rows`` of each). Returns
-    the variant run, or None (nothing enqueued: take two passes)."""
+    """Enqueue the cummax/cummin backward in one kernel (``reverse`` and ``mode`` of the
+    forward, winner flags in ``flags`` laid out for ``layout``) where it applies:
+    ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", not both passes on segmented tiles
+    (``_seg_rows`` of each), and either a warp per line (``chunking`` takes ``rows1``:
+    ``scan_max_bwd_rows``) or, with ``FUSED_MAX_BACKWARD_BLOCKS``, a block per whole line
+    (``rows8`` in one chunk a line: ``scan_max_bwd_rows8``). Returns the variant run, or None
+    (nothing enqueued: take two passes)."""
     total = numel(shape)
     if not FUSED_MAX_BACKWARD or layout != "rows" or total == 0:
         return None
@@ -1452,7 +1459,11 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
                           not reverse)):  # fmt: skip
         return None  # both passes on segmented tiles
     ch = chunking("rows", total // n, n, itemsize, sm_count)
-    if ch.layout != "rows1":
+    if ch.layout == "rows1":
+        kernel, lines_per_block = "scan_max_bwd_rows", BLOCK // 32
+    elif ch.layout == "rows8" and ch.nchunks == 1 and FUSED_MAX_BACKWARD_BLOCKS:
+        kernel, lines_per_block = "scan_max_bwd_rows8", 1
+    else:
         return None
     fwd = _params(shape, axis, [x, None, None, None, flags], (IN0,), itemsize, layout, reverse,
                   mode | 4)  # fmt: skip
@@ -1460,12 +1471,11 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
                   not reverse, 0)  # fmt: skip
     for p in (fwd, bwd):
         p.chunk_len, p.nchunks = ch.chunk_len, ch.nchunks
-    warps_per_block = BLOCK // 32
-    grid = max(1, min(_cdiv(fwd.rows, warps_per_block), sm_count * 64))
-    fn = module.function("scan_max_bwd_rows")
-    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [fwd, bwd], "scan_max_bwd_rows")
+    grid = max(1, min(_cdiv(fwd.rows, lines_per_block), sm_count * 64))
+    fn = module.function(kernel)
+    launch(fn, (grid, 1, 1), BLOCK, 0, stream, [fwd, bwd], kernel)
     if rec is not None:  # its pointers: (dy, x, dx, flags)
         rec.kernel(fn, (grid, 1, 1), BLOCK, 0,
                    [(fwd, (1, None, None, None, 3)), (bwd, (0, None, None, 2, 3))],
-                   "scan_max_bwd_rows", False, False)  # fmt: skip
-    return "max_bwd_rows"
+                   kernel, False, False)  # fmt: skip
+    return kernel.removeprefix("scan_")
