@@ -6,7 +6,7 @@ other: bit for bit, or with ``--rounding`` (a switch that changes the order of t
 within 1e-5 (f32) / 1e-2 (bf16) of the largest magnitude. Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
-        [--rounding] [--extrema-backward]   (on a GPU)
+        [--rounding] [--extrema-backward] [--torch]   (on a GPU)
 """
 
 from __future__ import annotations

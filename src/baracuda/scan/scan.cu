@@ -1488,7 +1488,7 @@ __device__ void scan_lb_stage(const Params& P) {
 // orders them), soon enough to be found in L2. scan_max_bwd_rows: a warp per line, launched
 // where rows1 would be (lines many enough for a warp each); scan_max_bwd_rows8: a block per
 // line, where rows8 would take whole lines (one chunk a line), which took two launches
-// before: on the H100, (1024, 8192) f32 65.8 -> 55.3 us, bf16 61.3 -> 47.4. Asking L2 for
+// before: on the H100, (1024, 8192) f32 64.7 -> 46.8 us, bf16 58.4 -> 42.8. Asking L2 for
 // the lines of the next 2-8 tiles (prefetch.global.L2) made both kernels slower (f32
 // (4096, 8192) 176 -> 198-240 us).
 template <typename T, typename A, int GW, bool kRevF, bool kRevB>
