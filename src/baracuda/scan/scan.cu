@@ -1491,9 +1491,31 @@ __device__ void scan_lb_stage(const Params& P) {
 // before: on the H100, (1024, 8192) f32 64.7 -> 46.8 us, bf16 58.4 -> 42.8. Asking L2 for
 // the lines of the next 2-8 tiles (prefetch.global.L2) made both kernels slower (f32
 // (4096, 8192) 176 -> 198-240 us).
+
+// One pass over a whole line of P for a group of GW warps: rows_tile's tiles from position 0,
+// each with the fold of the tiles before it as its carry; then the group's barrier, so the
+// next pass may read what this one wrote.
+template <typename T, typename A, class Op, int GW, bool kRev>
+__device__ __forceinline__ void line_pass(const Params& P, const Op& op, const i64* base,
+                                          typename Op::S* scratch) {
+  typedef typename Op::S S;
+  constexpr int K = rows_per_thread<T>();
+  S run = op.identity();
+  for (i64 tile = 0; tile < P.n; tile += 32 * GW * K) {
+    rows_tile<T, A, Op, GW, K, kRev>(P, op, base, tile, P.n, false, scratch, [&](const S& total) {
+      const S in = run;
+      run = op.combine(run, total);
+      return in;
+    });
+  }
+  if constexpr (GW == 1)
+    __syncwarp();
+  else
+    __syncthreads();
+}
+
 template <typename T, typename A, int GW, bool kRevF, bool kRevB>
 __device__ __forceinline__ void max_bwd_rows_dir(const Params& F, const Params& B) {
-  constexpr int K = rows_per_thread<T>();
   constexpr int GPB = kBlock / (32 * GW);  // lines a block takes at once
   __shared__ A fscratch[GW > 1 ? GW : 1];
   __shared__ Pair<A> bscratch[GW > 1 ? GW : 1];
@@ -1511,33 +1533,8 @@ __device__ __forceinline__ void max_bwd_rows_dir(const Params& F, const Params& 
       fb[j] = dot(c, F.op[j].outer, F.outer.rank);
       bb[j] = dot(c, B.op[j].outer, B.outer.rank);
     }
-    constexpr i64 TL = 32 * GW * K;  // a tile's positions
-    A run = fop.identity();
-    for (i64 tile = 0; tile < F.n; tile += TL) {
-      rows_tile<T, A, MaxFlagOp<A>, GW, K, kRevF>(F, fop, fb, tile, F.n, false, fscratch,
-                                                  [&](const A& total) {
-                                                    const A in = run;
-                                                    run = fop.combine(run, total);
-                                                    return in;
-                                                  });
-    }
-    if constexpr (GW == 1)
-      __syncwarp();
-    else
-      __syncthreads();
-    Pair<A> acc = bop.identity();
-    for (i64 tile = 0; tile < B.n; tile += TL) {
-      rows_tile<T, A, SegBwdOp<A>, GW, K, kRevB>(B, bop, bb, tile, B.n, false, bscratch,
-                                                 [&](const Pair<A>& total) {
-                                                   const Pair<A> in = acc;
-                                                   acc = bop.combine(acc, total);
-                                                   return in;
-                                                 });
-    }
-    if constexpr (GW == 1)
-      __syncwarp();
-    else
-      __syncthreads();
+    line_pass<T, A, MaxFlagOp<A>, GW, kRevF>(F, fop, fb, fscratch);  // winner flags
+    line_pass<T, A, SegBwdOp<A>, GW, kRevB>(B, bop, bb, bscratch);   // segmented sums
   }
 }
 
