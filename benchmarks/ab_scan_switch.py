@@ -1,17 +1,19 @@
-"""A/B timing of one boolean switch of ``baracuda.scan._kernels`` (for example
-``LB_DEPENDENT``) on the scan benchmark cases: each case is timed with the switch on and off,
-alternating, ``--rounds`` times, in one process on one card, with the bench's method
-(``time_device``: L2 flushed, median). Both settings' outputs are checked against each
-other: bit for bit, or with ``--rounding`` (a switch that changes the order of the sums)
-within 1e-5 (f32) / 1e-2 (bf16) of the largest magnitude. Prints a table, writes JSON.
+"""A/B timing of one switch of ``baracuda.scan._kernels`` (for example ``LB_DEPENDENT``) on
+the scan benchmark cases: each case is timed with the switch on and off, alternating,
+``--rounds`` times, in one process on one card, with the bench's method (``time_device``: L2
+flushed, median). Both settings' outputs are checked against each other: bit for bit, or with
+``--rounding`` (a switch that changes the order of the sums) within 1e-5 (f32) / 1e-2 (bf16)
+of the largest magnitude. A switch that is not a boolean takes its two settings from ``--on``
+and ``--off`` (Python literals). Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
-        [--rounding] [--extrema-backward] [--torch]   (on a GPU)
+        [--rounding] [--extrema-backward | --backward] [--torch] [--on V --off V]   (on a GPU)
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 from typing import Any
 
@@ -66,16 +68,27 @@ EXTREMA_BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
     ("cummax_backward", (16, 3001), 1),
     ("cummax_backward", (4096, 8192), 1),
 ]
+# the cumprod and logcumsumexp backward along a contiguous axis (--backward: these cases alone)
+BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
+    (op, shape, 1)
+    for op in ("cumprod_backward", "logcumsumexp_backward")
+    for shape in ((4096, 8192), (1024, 8192), (4096, 4096), (512, 16384), (1000, 8200))
+]
 DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
+# the backward ops whose plans take the saved x, and the saved y
+_SAVED_X = (ScanKind.CUMPROD, ScanKind.CUMMAX, ScanKind.CUMMIN, ScanKind.LOGCUMSUMEXP)
+_SAVED_Y = (ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP)
 
 
 
-def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind,
-          s: bc.Stream, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> Any:  # fmt: skip
-    if op.endswith("_backward"):  # cumsum: dy = x; cummax: dy = x too, the saved x
+def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind, s: bc.Stream,
+          x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, dy: torch.Tensor,
+          saved_y: torch.Tensor) -> Any:  # fmt: skip
+    if op.endswith("_backward"):  # dy, and the saved x and y it takes: three tensors
         kind = ScanKind(op.removesuffix("_backward"))
         plan: Any = ScanBackwardPlan.select(s, ScanBackwardDescriptor(kind, shape, axis, el))
-        args: Any = ScanBackwardArgs(x, y, x if kind is ScanKind.CUMMAX else None, None)
+        args: Any = ScanBackwardArgs(dy, y, x if kind in _SAVED_X else None,
+                                     saved_y if kind in _SAVED_Y else None)  # fmt: skip
     else:
         kind = ScanKind(op)
         plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, el))
@@ -84,20 +97,20 @@ def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind,
     return lambda: plan.run(s, ws, args)
 
 
-def _torch(op: str, axis: int, x: torch.Tensor) -> Any:
-    """torch's call for the same work: the op, or for a backward autograd's (dy = x)."""
+def _torch(op: str, axis: int, x: torch.Tensor, dy: torch.Tensor) -> Any:
+    """torch's call for the same work: the op, or for a backward autograd's."""
     if not op.endswith("_backward"):
         fn = getattr(torch, op)
         return lambda: fn(x, axis)
     xr = x.detach().clone().requires_grad_(True)
     out = getattr(torch, op.removesuffix("_backward"))(xr, axis)
     out = out[0] if isinstance(out, tuple) else out
-    return lambda: torch.autograd.grad(out, xr, x, retain_graph=True)
+    return lambda: torch.autograd.grad(out, xr, dy, retain_graph=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("switch", help="a boolean of baracuda.scan._kernels")
+    ap.add_argument("switch", help="a switch of baracuda.scan._kernels")
     ap.add_argument("json", nargs="?", help="write the results here")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--more", action="store_true", help="also the MORE shapes")
@@ -106,34 +119,45 @@ def main() -> None:
     ap.add_argument("--torch", action="store_true", help="also time torch's call (autograd's)")
     ap.add_argument("--extrema-backward", action="store_true",
                     help="only the cummax backward's cases (EXTREMA_BACKWARD)")  # fmt: skip
+    ap.add_argument("--backward", action="store_true",
+                    help="only the cumprod/logcumsumexp backward's cases (BACKWARD)")  # fmt: skip
+    ap.add_argument("--on", type=ast.literal_eval, default=True, help="the switch's first value")
+    ap.add_argument("--off", type=ast.literal_eval, default=False, help="its second value")
     a = ap.parse_args()
     default = getattr(_kernels, a.switch)
-    if not isinstance(default, bool):
-        raise SystemExit(f"{a.switch} is not a boolean switch of baracuda.scan._kernels")
+    if isinstance(default, bool) != isinstance(a.on, bool) or type(a.on) is not type(a.off):
+        raise SystemExit(f"{a.switch} = {default!r}: give --on and --off of its type")
+    setting = {True: a.on, False: a.off}
     dev = torch.cuda.get_device_name()
     bw = copy_bandwidth()
-    print(f"{dev}: copy bandwidth {bw / 1e9:.0f} GB/s; {a.switch} on vs off, "
+    print(f"{dev}: copy bandwidth {bw / 1e9:.0f} GB/s; {a.switch} {a.on!r} (on) vs "
+          f"{a.off!r} (off), "
           f"{a.rounds} alternating rounds (µs, median of each)")  # fmt: skip
     s = bc.Stream.wrap(torch.cuda.current_stream())
     rows: list[dict[str, Any]] = []
     try:
         for dt, el in DTYPES:
-            cases = EXTREMA_BACKWARD if a.extrema_backward else CASES + (MORE if a.more else [])
+            cases = (EXTREMA_BACKWARD if a.extrema_backward else BACKWARD if a.backward
+                     else CASES + (MORE if a.more else []))  # fmt: skip
             for op, shape, axis in cases:
                 x = torch.randn(shape, device="cuda", dtype=dt)
+                # a backward's dy and saved y: tensors of their own (one tensor read as two
+                # operands would be read from memory once)
+                dy = torch.randn(shape, device="cuda", dtype=dt)
+                saved_y = torch.randn(shape, device="cuda", dtype=dt).abs_().add_(1)
                 y = {v: torch.full_like(x, float("nan")) for v in (True, False)}
                 idx = {v: torch.empty(shape, device="cuda", dtype=torch.int64)
                        for v in (True, False)}  # fmt: skip
                 times: dict[bool, list[float]] = {True: [], False: []}
                 run = {}
                 for v in (True, False):
-                    setattr(_kernels, a.switch, v)
-                    run[v] = _plan(op, shape, axis, el, s, x, y[v], idx[v])
+                    setattr(_kernels, a.switch, setting[v])
+                    run[v] = _plan(op, shape, axis, el, s, x, y[v], idx[v], dy, saved_y)
                 for _ in range(a.rounds):
                     for v in (True, False):
-                        setattr(_kernels, a.switch, v)
+                        setattr(_kernels, a.switch, setting[v])
                         times[v].append(time_us(run[v]))
-                torch_us = time_us(_torch(op, axis, x)) if a.torch else None
+                torch_us = time_us(_torch(op, axis, x, dy)) if a.torch else None
                 same = exact = torch.equal(y[True], y[False])
                 if not same and a.rounding:
                     on64, off64 = y[True].double(), y[False].double()
@@ -155,8 +179,8 @@ def main() -> None:
         setattr(_kernels, a.switch, default)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"device": dev, "copy_bw": bw, "switch": a.switch, "rows": rows}, f,
-                      indent=1)  # fmt: skip
+            json.dump({"device": dev, "copy_bw": bw, "switch": a.switch, "on": repr(a.on),
+                       "off": repr(a.off), "rows": rows}, f, indent=1)  # fmt: skip
     if not all(r["outputs_equal"] for r in rows):
         raise SystemExit("the two settings gave different outputs")
 

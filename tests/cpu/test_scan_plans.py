@@ -34,6 +34,7 @@ from baracuda.scan._kernels import (
     PAIR_OPS,
     PIPE_AUX_OPS,
     PIPE_OPS,
+    RING_OPS,
     ROUNDS_GROUPS,
     ROUNDS_KINDS,
     ROUNDS_OPS,
@@ -777,7 +778,8 @@ def test_tie_break_enum_accepted() -> None:
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
 # kernels of PIPE_OPS, the pipelined kernel of PIPE_AUX_OPS, the segmented tiles of SEG_OPS,
-# the line pairs of PAIR_OPS, the strips and rings of STRIP_OPS, the fused cummax backward;
+# the line pairs of PAIR_OPS, the strips of STRIP_OPS, the rings of RING_OPS, the fused cummax
+# backward;
 # and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
@@ -790,7 +792,8 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_seg" for op in SEG_OPS}
     | {f"scan_{op}_seg1" for op in SEG1_OPS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
-    | {f"scan_{op}_{k}" for op in STRIP_OPS for k in ("strip", "ring")}
+    | {f"scan_{op}_strip" for op in STRIP_OPS}
+    | {f"scan_{op}_ring" for op in RING_OPS}
     | {"scan_max_bwd_rows", "scan_max_bwd_rows8", _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
     | {f"scan_{op}_{k}" for op in STREAM_OPS for k in STREAM_KINDS}
@@ -1087,14 +1090,84 @@ def test_ring_needs_long_rows_of_one_stride(
     x = Slot(4096 + offset, strides or _dense(shape))
     y = Slot(1 << 30, _dense(shape))
 
-    def rows_ok(ops: list[Slot | None]) -> bool:
+    def rows_ok(ops: list[Slot | None], op: str = "sum") -> bool:
         params = K._params(shape, axis, ops, (0, 3), itemsize, "rows", False, 0)
-        return K._ring_rows(params, ops, itemsize)
+        return K._ring_rows(op, params, ops, itemsize)
 
     assert rows_ok([x, None, None, y, None]) == ring
+    assert rows_ok([x, None, None, y, None], "prod") == ring
     assert not rows_ok([x, y, None, y, None])
+    assert not rows_ok([x, None, None, y, None], "lse")
     monkeypatch.setattr(K, "RING_ROWS", False)
     assert not rows_ok([x, None, None, y, None])
+
+
+_RING_BACKWARD_CASES = [
+    # (shape, itemsize, dy strides or None (dense), whether the rows fit the ring)
+    ((4096, 8192), 2, None, True),  # rows of two chunks
+    ((4096, 4096), 2, None, True),  # rows of one chunk (8 KiB)
+    ((4096, 4096 + 24), 2, None, True),  # a partial last chunk
+    ((300, 4096), 2, (4104, 1), True),  # padded rows
+    ((4096, 8192), 4, None, True),
+    ((4096, 8192), 8, None, True),  # f64: not in RING_BACKWARD_ITEMSIZES
+    ((4096, 4088), 2, None, False),  # rows under one chunk
+    ((4096, 8193), 2, (8200, 1), False),  # rows not whole 16-byte vectors
+]
+
+
+@pytest.mark.parametrize(("shape", "itemsize", "strides", "fits"), _RING_BACKWARD_CASES)
+def test_ring_backward_rows(shape: tuple[int, int], itemsize: int,
+                            strides: tuple[int, int] | None, fits: bool,
+                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The cumprod backward takes the ring with dy, x, y and dx (rows of at least
+    RING_BACKWARD_CHUNK bytes of one stride, whole 16-byte vectors, the itemsizes of
+    RING_BACKWARD_ITEMSIZES: 2 and 4); not with an operand missing, not with the switch off;
+    the logcumsumexp backward never."""
+    from baracuda.scan import _kernels as K
+
+    dy = Slot(1 << 28, strides or _dense(shape))
+    x, y, dx = (Slot(k << 30, _dense(shape)) for k in (1, 2, 3))
+
+    def rows_ok(ops: list[Slot | None], op: str = "prod_bwd") -> bool:
+        params = K._params(shape, 1, ops, (0, 1, 2, 3), itemsize, "rows", False, 0)
+        return K._ring_rows(op, params, ops, itemsize)
+
+    assert K.RING_BACKWARD_ITEMSIZES == (2, 4)
+    assert rows_ok([dy, x, y, dx, None]) == (fits and itemsize != 8)
+    assert not rows_ok([dy, None, y, dx, None])
+    assert not rows_ok([dy, x, y, dx, None], "lse_bwd")
+    monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", (2, 4, 8))
+    assert rows_ok([dy, x, y, dx, None]) == fits
+    monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", ())
+    assert not rows_ok([dy, x, y, dx, None])
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_ring_backward_launch(itemsize: int, reverse: bool,
+                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A bf16 or f32 cumprod backward over 4096 x 8192 is one ring launch of two blocks an SM
+    with the ring's shared memory and no workspace, both directions; a misaligned operand
+    keeps the earlier kernels."""
+    op = "prod_bwd"
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    grids = _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+
+    def launch(dy: Slot) -> str:
+        ops = [dy, *(Slot(k << 30, (8192, 1)) for k in (1, 2, 3)), None]  # dy, x, y, dx
+        return K.launch_scan(log, op, None, (4096, 8192), 1, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                             operands=ops, vec_slots=(0, 1, 2, 3), itemsize=itemsize, layout="rows",
+                             sm_count=132, states_ptr=1 << 20)  # fmt: skip
+
+    assert launch(Slot(1 << 28, (8192, 1))) == "ring264"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_ring"]
+    assert grids == [((264, 1, 1), K.RING_SMEM)]
+    log.calls.clear()
+    variant = launch(Slot((1 << 28) + itemsize, (8192, 1)))
+    assert "ring" not in variant and all("ring" not in c[0] for c in log.calls)
 
 
 @pytest.mark.parametrize(("rows", "per_sm", "grid"), [
@@ -1170,6 +1243,9 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
 
     assert (const("kStripChunk"), const("kStripStages")) == (K.STRIP_CHUNK, K.STRIP_STAGES)
     assert (const("kRingChunk"), const("kRingStages")) == (K.RING_CHUNK, K.RING_STAGES)
+    for name, value in (("Chunk", K.RING_BACKWARD_CHUNK), ("Stages", K.RING_BACKWARD_STAGES)):
+        m = re.search(rf"constexpr int kRing{name}Of = NIN == 1 \? kRing{name} : (\d+);", text)
+        assert m and int(m.group(1)) == value, name
     assert K.STRIP_SMEM == K.STRIP_CHUNK * K.STRIP_STAGES
     assert K.RING_SMEM == K.RING_CHUNK * K.RING_STAGES
     w, r = K.coop_warps, K.coop_reg_rows

@@ -106,7 +106,14 @@ def check_op(kind: ScanKind, element: ElementKind, x: Any, axis: int, reverse: b
     dy = torch.from_numpy(np.random.default_rng(1).standard_normal(tuple(x.shape))).to(
         device="cuda", dtype=x.dtype)  # fmt: skip
     dx = run_backward(kind, dy, x, y, axis, reverse)
-    dyn, yn = _np64(dy), _np64(y)
+    check_backward(kind, element, dx, dy, x, y, axis, reverse, what)
+
+
+def check_backward(kind: ScanKind, element: ElementKind, dx: Any, dy: Any, x: Any, y: Any,
+                   axis: int, reverse: bool, what: str) -> None:  # fmt: skip
+    """dx of one backward against the float64 reference on the same (rounded) dy, x, y."""
+    n = x.shape[axis] if x.dim() else 1
+    dyn, xn, yn = _np64(dy), _np64(x), _np64(y)
     dref = R.scan_backward(kind, dyn, x=xn, y=yn, axis=axis, reverse=reverse)
     # backward passes are sums over the scanned axis: tolerance scales with sqrt(n) and
     # applies to the sum of the terms' magnitudes
@@ -1587,7 +1594,7 @@ def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) 
                 ops = [dense, None, None, dense, None]
                 params = K._params(shape, x.dim() - 1, ops, (0, 3), element.itemsize, "rows",
                                    True, 0)  # fmt: skip
-                back = K._ring_rows(params, ops, element.itemsize)
+                back = K._ring_rows("sum", params, ops, element.itemsize)
                 assert seen.count(ring) == want + back, (label, seen)
             if want:
                 monkeypatch.setattr(K, "RING_ROWS", False)
@@ -1595,6 +1602,111 @@ def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) 
                 monkeypatch.setattr(K, "RING_ROWS", True)
                 assert_close(y, _np64(y_plain), element, scale=scale_of(kind, x.shape[-1]),
                              what=f"ring vs warp rows {label}")  # fmt: skip
+
+
+def _ring_backward_cases(element: ElementKind) -> list[tuple[str, Any, bool]]:
+    """(what, x, ring) for the ring of the cumprod backward along the last axis (``ring``:
+    whether the backward must take it); zeros at and around the chunk boundaries, where the
+    neighbour comes from the next chunk."""
+    from baracuda.scan import _kernels as K
+
+    kind, dt = ScanKind.CUMPROD, torch_dtype(element)
+    lanes = 16 // element.itemsize
+    chunk = K.RING_BACKWARD_CHUNK // element.itemsize  # positions of an operand a chunk
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
+
+    cases: list[tuple[str, Any, bool]] = [
+        ("one chunk", make((5, chunk), 70), True),
+        ("two chunks and a partial one", make((3, 2 * chunk + 3 * lanes), 71), True),
+        ("a partial second chunk", make((4, chunk + lanes), 72), True),
+        ("rows of 20 chunks and a bit", make((2, 20 * chunk + 5 * lanes), 73), True),
+        ("many rows a block", make((600, chunk + lanes), 74), True),
+        ("rank 3", make((2, 3, chunk + 5 * lanes), 75), True),
+    ]
+    wide = make((3, chunk + 8 * lanes), 76)
+    cases.append(("padded rows", wide[:, : chunk + 2 * lanes], True))
+    n = 3 * chunk + lanes
+    zeros = make((6, n), 77)
+    zeros[0, chunk - 1] = 0  # the last of a chunk
+    zeros[1, chunk] = 0  # the first of the next
+    zeros[2, [chunk - 1, chunk, 2 * chunk, 2 * chunk + 1, n - 1]] = 0
+    zeros[3, :] = 0
+    zeros[4, 0] = 0
+    zeros[5, chunk - lanes : chunk + lanes] = 0
+    cases.append(("zeros at the chunk boundaries", zeros, True))
+    flat = make((3 * (chunk + lanes) + 1,), 79)
+    cases.append(("misaligned", flat[1:].view(3, chunk + lanes), False))
+    cases.append(("not whole vectors", make((3, chunk + 1), 80), False))
+    cases.append(("shorter than a chunk", make((3, chunk - lanes), 81), False))
+    return cases
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_ring_backward(element: ElementKind, monkeypatch: Any) -> None:
+    """The cumprod backward through the block ring (scan_prod_bwd_ring, every itemsize switched
+    on, the balance threshold 0 so that a few rows take it): whole and partial chunks, more
+    chunks than the ring holds, many rows a block, a rank-3 tensor, padded rows, zeros at the
+    chunk boundaries; both directions, on poisoned outputs, against the float64 reference,
+    torch autograd in float64 on the same inputs, and the same backward without the ring; and
+    layouts that must not take it."""
+    from baracuda.scan import _kernels as K
+
+    kind = ScanKind.CUMPROD
+    monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)
+    monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", (2, 4, 8))
+    seen = launched_kernels(monkeypatch)
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    for what, x, want in _ring_backward_cases(element):
+        for reverse in (False, True):
+            label = f"{what} {tuple(x.shape)} rev={reverse}"
+            y, _ = run_forward(kind, x, -1, reverse)
+            dy = torch.randn(tuple(x.shape), device="cuda", dtype=x.dtype, generator=gen)
+            seen.clear()
+            dx = run_backward(kind, dy, x, y, -1, reverse)
+            assert (seen == ["scan_prod_bwd_ring"]) == want, (label, seen)
+            check_backward(kind, element, dx, dy, x, y, -1, reverse, f"ring {label}")
+            # torch autograd in float64 on the same rounded inputs
+            x64 = x.double().requires_grad_(True)
+            y64 = torch.cumprod(x64.flip(-1), -1).flip(-1) if reverse else torch.cumprod(x64, -1)
+            (g64,) = torch.autograd.grad(y64, x64, dy.double())
+            mag = _magnitude(kind, _np64(dy), _np64(x), _np64(y), -1, reverse)
+            sc = max(1.0, math.sqrt(x.shape[-1]) / 4) * 2.0
+            assert_close(dx, _np64(g64), element, scale=sc, magnitude=mag,
+                         what=f"ring vs torch autograd {label}")  # fmt: skip
+            if want:
+                monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", ())
+                dx_plain = run_backward(kind, dy, x, y, -1, reverse)
+                monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", (2, 4, 8))
+                assert "ring" not in seen[-1], seen
+                assert_close(dx, _np64(dx_plain), element, scale=sc, magnitude=mag,
+                             what=f"ring vs rows {label}")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
+                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_ring_backward_on_the_benchmark_shape(kind: ScanKind, element: ElementKind,
+                                              monkeypatch: Any) -> None:  # fmt: skip
+    """The cumprod/logcumsumexp backward over 4096 x 8192 along dim 1 at the default switches:
+    cumprod's through the ring where RING_BACKWARD_ITEMSIZES takes the type, logcumsumexp's
+    never; both directions, against the float64 reference."""
+    from baracuda.scan import _kernels as K
+
+    seen = launched_kernels(monkeypatch)
+    x = torch.from_numpy(make_input(kind, (4096, 8192), 82)).to("cuda", torch_dtype(element))
+    if kind is ScanKind.CUMPROD:
+        x[::97, 4095:4097] = 0  # zeros either side of a bf16 chunk boundary
+        x[1::97, 2047:2049] = 0  # ... and an f32 one
+    for reverse in (False, True):
+        y, _ = run_forward(kind, x, 1, reverse)
+        dy = torch.randn(tuple(x.shape), device="cuda", dtype=x.dtype)
+        seen.clear()
+        dx = run_backward(kind, dy, x, y, 1, reverse)
+        ring = kind is ScanKind.CUMPROD and element.itemsize in K.RING_BACKWARD_ITEMSIZES
+        assert ("scan_prod_bwd_ring" in seen) == ring and len(seen) == 1, seen
+        check_backward(kind, element, dx, dy, x, y, 1, reverse, f"(4096, 8192) rev={reverse}")
 
 
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)

@@ -366,19 +366,42 @@ RING_BLOCKS_PER_SM = 2
 RING_MIN_BALANCE = 0.9
 
 
-def _ring_rows(params: Params, operands: Sequence[Slot | None], itemsize: int) -> bool:
-    """Whether the rows of ``params`` (which meet pipe1's launch condition, ``pipeable`` in
-    ``launch_scan``: 16-byte aligned rows, axis stride 1) may take the ring: ``RING_ROWS``
-    on, IN0 and OUT only, outer dims that coalesce to one, rows of at least RING_CHUNK bytes
-    and whole 16-byte vectors."""
+# Switch: the cumprod backward (RING_BACKWARD_OPS) in the itemsizes of RING_BACKWARD_ITEMSIZES
+# takes the ring too, under the same conditions with dy, x and y staged (RING_BACKWARD_CHUNK
+# bytes of each a chunk, RING_BACKWARD_STAGES chunks in flight: the same 96 KiB), where every
+# operand allows 16-byte vectors. On an H200 (docs/benchmarks.md, round 30) it took 75.1 vs
+# 129.8 us in bf16 and 135.1 vs 137.4 us in f32 over 4096 x 8192, 26.0 vs 65.5 and 42.3 vs
+# 69.5 us over 512 x 16384. Read at each launch. (The logcumsumexp backward, built the same
+# way, lost on most shapes: its combine takes one or two exps, and a ring lane combines more
+# states an element than a warp row's 8 positions a thread; round 30.)
+RING_BACKWARD_ITEMSIZES = (2, 4)
+RING_BACKWARD_OPS = ("prod_bwd",)
+RING_OPS = (*STRIP_OPS, *RING_BACKWARD_OPS)  # the ops with a ring entry
+RING_BACKWARD_CHUNK = 8192  # scan.cu kRingChunkOf<3>
+RING_BACKWARD_STAGES = 4  # scan.cu kRingStagesOf<3>
+assert RING_BACKWARD_CHUNK * 3 * RING_BACKWARD_STAGES == RING_SMEM
+
+
+def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsize: int) -> bool:
+    """Whether the rows of ``params`` may take the ring: ``RING_ROWS`` on, the op's operands
+    only (IN0 and OUT; dy, x, y and dx for RING_BACKWARD_OPS in the itemsizes of
+    RING_BACKWARD_ITEMSIZES), outer dims that coalesce to one, rows of at least one chunk and
+    whole 16-byte vectors. The caller checks the vector condition (16-byte aligned rows, axis
+    stride 1)."""
     used = [i for i, o in enumerate(operands) if o is not None]
     rowb = params.n * itemsize
+    if op in STRIP_OPS:
+        ops, chunk = [IN0, OUT], RING_CHUNK
+    elif op in RING_BACKWARD_OPS and itemsize in RING_BACKWARD_ITEMSIZES:
+        ops, chunk = [IN0, IN1, IN2, OUT], RING_BACKWARD_CHUNK
+    else:
+        return False
     return (
         RING_ROWS
-        and used == [IN0, OUT]
+        and used == ops
         and params.outer.rank == 1
         and rowb % 16 == 0
-        and rowb >= RING_CHUNK
+        and rowb >= chunk
     )
 
 
@@ -638,7 +661,8 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_pipe1" for op in ops if op in PIPE_AUX_OPS)
         + tuple(f"scan_{op}_seg" for op in ops if op in SEG_OPS)
         + tuple(f"scan_{op}_seg1" for op in ops if op in SEG1_OPS)
-        + tuple(f"scan_{op}_{k}" for op in ops if op in STRIP_OPS for k in ("strip", "ring"))
+        + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_OPS)
+        + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows", "scan_max_bwd_rows8") if group == "max_bwd" else ())
     )  # fmt: skip
@@ -1079,6 +1103,7 @@ _SWITCHES = (
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
     "STREAM_ROWS", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
+    "RING_BACKWARD_ITEMSIZES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1088,7 +1113,8 @@ _FIXED = (
     "SCAN_GROUPS", "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
     "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER", "STREAM_OPS",
     "STREAM_KINDS", "STREAM_GROUPS", "STREAM_TILE", "STREAM_STAGES", "STREAM_WAVE",
-    "STREAM_THREADS", "STREAM_SMEM",
+    "STREAM_THREADS", "STREAM_SMEM", "RING_OPS", "RING_BACKWARD_OPS", "RING_BACKWARD_CHUNK",
+    "RING_BACKWARD_STAGES",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
@@ -1249,7 +1275,8 @@ def launch_scan(
             _enqueue(rec, module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK,
                      STRIP_SMEM, stream, params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
-    if pipeable and op in STRIP_OPS and _ring_rows(params, operands, itemsize):
+    if (pipeable if op in STRIP_OPS else params.vec) and _ring_rows(op, params, operands,
+                                                                    itemsize):  # fmt: skip
         kernel = f"scan_{op}_ring"
         if _smem_room(module, kernel) >= RING_SMEM:
             per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))

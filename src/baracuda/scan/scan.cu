@@ -2326,6 +2326,36 @@ __device__ __forceinline__ Lines<S, G> ld_cg(const Lines<S, G>* p) {
   return s;
 }
 
+// The warp half of a scan over one row of 32 lanes x LP positions: st holds the states of
+// this lane's positions from the lane's first (thread-serial, inclusive); they become the
+// states from `carry` (kApply; else they stay as they are), and `carry` becomes the state
+// after the warp's last position. Returns the state before the lane's first position (from
+// `carry`).
+template <int LP, class Op, bool kApply = true>
+__device__ __forceinline__ typename Op::S warp_states_scan(const Op& op, typename Op::S (&st)[LP],
+                                                           typename Op::S& carry, int lane) {
+  typedef typename Op::S S;
+  S incl = st[LP - 1];
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const S o = shfl_up(incl, d);
+    if (lane >= d) incl = op.combine(o, incl);
+  }
+  S excl;
+  if constexpr (kSubtractOp<Op>) {
+    excl = op.combine(carry, incl - st[LP - 1]);  // one shuffle fewer
+  } else {
+    const S before = shfl_up(incl, 1);
+    excl = lane ? op.combine(carry, before) : carry;
+  }
+  if constexpr (kApply) {
+#pragma unroll
+    for (int i = 0; i < LP; ++i) st[i] = op.combine(excl, st[i]);
+  }
+  carry = op.combine(carry, shfl_idx(incl, 31));
+  return excl;
+}
+
 // A warp's 32 16-byte vectors in scan order, one a lane (kRev: each vector's positions
 // mirrored; a position is G elements, see LinesOp), scanned from `carry` (the ring and coop
 // kernels): st[i] becomes the state after this lane's position i, carry the state after the
@@ -2362,22 +2392,7 @@ __device__ __forceinline__ void warp_vec_scan(const Op& op, const int4& raw,
       const S m = op.make(a, 0, 0);  // one-input ops: no position
       st[i] = i ? op.combine(st[i - 1], m) : m;
     }
-    S incl = st[LP - 1];
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const S o = shfl_up(incl, d);
-      if (lane >= d) incl = op.combine(o, incl);
-    }
-    S excl;
-    if constexpr (kSubtractOp<Op>) {
-      excl = op.combine(carry, incl - st[LP - 1]);  // one shuffle fewer
-    } else {
-      const S before = shfl_up(incl, 1);
-      excl = lane ? op.combine(carry, before) : carry;
-    }
-#pragma unroll
-    for (int i = 0; i < LP; ++i) st[i] = op.combine(excl, st[i]);
-    carry = op.combine(carry, shfl_idx(incl, 31));
+    warp_states_scan(op, st, carry, lane);
   }
 }
 
@@ -3302,31 +3317,49 @@ __device__ void scan_strip(const Params& P) {
 
 
 // ------------------------------------------------ contiguous rows through a ring (ring)
-// cumsum and cumprod along a contiguous axis (the host's condition, _kernels._ring_rows and
-// _ring_grid: IN0 and OUT only, axis stride 1, rows of at least kRingChunk bytes and a whole
-// number of 16-byte vectors, the outer dims one of a stride of whole vectors, 16-byte
-// aligned data, enough rows for the SMs). Block b takes rows b, b + gridDim.x, ... and walks
-// each in chunks of kRingChunk bytes, kRingStages chunks in flight at once, copied by cp.async into a ring in dynamic shared memory while the block
-// scans the oldest. Warp w scans the chunk's w-th eighth in scan order, J vectors a lane
-// (a 32-lane shuffle scan per vector row), the 8 warps' totals meet in shared memory and
-// every lane folds those before its own onto the row's running carry (deterministic).
-// Reverse scans walk each row's chunks from its end, each chunk's vectors and elements
-// mirrored. Only the last chunk of a row in scan order can be partial (a branch uniform over
-// the block): bytes outside the row are zero-filled and never stored; they come after every
-// valid element in scan order. The copy and scan sides each carry their (row, chunk)
-// position from item to item, so no thread divides per chunk.
+// cumsum and cumprod along a contiguous axis, and the cumprod backward (the host's
+// condition, _kernels._ring_rows and _ring_grid: the op's operands only, axis
+// stride 1, rows of at least one chunk and a whole number of 16-byte vectors, the outer dims
+// one of a stride of whole vectors, 16-byte aligned data, enough rows for the SMs). Block b
+// takes rows b, b + gridDim.x, ... and walks each in chunks, kRingStagesOf<NIN> chunks in
+// flight at once, copied by cp.async into a ring in dynamic shared memory while the block
+// scans the oldest. A chunk is kRingChunkOf<NIN> bytes of each of the NIN staged operands
+// (x for the forward ops; dy, x and y for the cumprod backward, y at the same positions: its
+// neighbour is read from the stage). Warp w scans the chunk's w-th eighth
+// in scan order, J vectors a lane (a 32-lane shuffle scan per vector row), the 8 warps'
+// totals meet in shared memory and every lane folds those before its own onto the row's
+// running carry (deterministic). Reverse scans walk each row's chunks from its end, each
+// chunk's vectors and elements mirrored. Only the last chunk of a row in scan order can be
+// partial (a branch uniform over the block): bytes outside the row are zero-filled and never
+// stored; they come after every valid element in scan order. The copy and scan sides each
+// carry their (row, chunk) position from item to item, so no thread divides per chunk.
 constexpr int kRingChunk = 16384;
 constexpr int kRingStages = 6;
+// Operands the ring stages for op Op: its inputs, and y for the neighbour (kNb).
+template <class Op>
+constexpr int kRingInputs = Op::kIn + (Op::kNb ? 1 : 0);
+// Bytes of each operand a chunk, and chunks in flight: 96 KiB of ring either way (two blocks
+// an SM).
+template <int NIN>
+constexpr int kRingChunkOf = NIN == 1 ? kRingChunk : 8192;
+template <int NIN>
+constexpr int kRingStagesOf = NIN == 1 ? kRingStages : 4;
 
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   typedef typename Op::S S;
-  static_assert(kOneInputOp<Op>, "the ring takes one-input ops without neighbour or aux operands");
+  static_assert(!Op::kAuxIn && !Op::kAuxOut, "the ring takes ops without aux operands");
+  static_assert(!kRunOp<Op>, "the ring scans states");
+  constexpr int NIN = kRingInputs<Op>;     // staged operands IN0 .. IN0 + NIN - 1
+  static_assert(NIN == 1 || NIN == 3, "one input, or dy, x and y");
+  constexpr int CH = kRingChunkOf<NIN>;     // bytes of one operand a chunk
+  constexpr int STAGES = kRingStagesOf<NIN>;
+  constexpr int SLOT = CH * NIN;            // bytes of one ring slot
   constexpr int L = 16 / (int)sizeof(T);  // elements a vector
-  constexpr int NV = kRingChunk / 16;     // vectors a chunk
+  constexpr int NV = CH / 16;             // vectors a chunk
   constexpr int WV = NV / (kBlock / 32);  // consecutive vectors a warp scans
   constexpr int J = WV / 32;              // vectors a lane
-  constexpr int COPIES = NV / kBlock;     // 16-byte copies a thread per chunk
+  constexpr int COPIES = NV / kBlock;     // 16-byte copies a thread per chunk and operand
   static_assert(J >= 1 && COPIES >= 1, "ring tile shape");
   extern __shared__ int4 ring_buf[];
   __shared__ S warp_tot[2][kBlock / 32];
@@ -3334,86 +3367,175 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   const Op op{P.mode};
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   const i64 rows = P.rows, rowb = P.n * (i64)sizeof(T);
-  const i64 last = (rowb - 1) / kRingChunk;      // a row's last chunk in scan order
-  const bool ragged = rowb % kRingChunk != 0;    // ... is partial
-  const unsigned char* in = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0));
+  const i64 last = (rowb - 1) / CH;      // a row's last chunk in scan order
+  const bool ragged = rowb % CH != 0;    // ... is partial
   unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
   // byte offset of row r in operand k: the outer dims coalesce to one (the host's condition)
   auto row_at = [&](i64 r, int k) -> i64 { return r * P.op[k].outer.v[0] * (i64)sizeof(T); };
   // chunk c of a row starts at byte start(c) (reverse: negative for the partial last one)
-  auto start = [&](i64 c) -> i64 { return kRev ? rowb - (c + 1) * kRingChunk : c * kRingChunk; };
+  auto start = [&](i64 c) -> i64 { return kRev ? rowb - (c + 1) * CH : c * CH; };
   // the copy side: row ir, its chunk ic, ring slot islot
   i64 ir = blockIdx.x, ic = 0;
-  const unsigned char* isrc = ir < rows ? in + row_at(ir, IN0) : in;
+  const unsigned char* in[NIN];
+  const unsigned char* isrc[NIN];
+#pragma unroll
+  for (int k = 0; k < NIN; ++k) {
+    in[k] = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0 + k));
+    isrc[k] = ir < rows ? in[k] + row_at(ir, IN0 + k) : in[k];
+  }
   int islot = 0;
   auto issue = [&]() {
     if (ir < rows) {
-      unsigned char* slot = ring + islot * kRingChunk;
+      unsigned char* slot = ring + islot * SLOT;
       const i64 s = start(ic);
       if (!ragged || ic != last) {
 #pragma unroll
-        for (int l = 0; l < COPIES; ++l) {
-          const int off = (t + l * kBlock) * 16;
-          cp_async16(slot + off, isrc + s + off);
-        }
+        for (int k = 0; k < NIN; ++k)
+#pragma unroll
+          for (int l = 0; l < COPIES; ++l) {
+            const int off = (t + l * kBlock) * 16;
+            cp_async16(slot + k * CH + off, isrc[k] + s + off);
+          }
       } else {
 #pragma unroll
-        for (int l = 0; l < COPIES; ++l) {
-          const int off = (t + l * kBlock) * 16;
-          const bool inside = s + off >= 0 && s + off < rowb;
-          cp_async16_fill(slot + off, inside ? isrc + s + off : isrc, inside ? 16 : 0);
-        }
+        for (int k = 0; k < NIN; ++k)
+#pragma unroll
+          for (int l = 0; l < COPIES; ++l) {
+            const int off = (t + l * kBlock) * 16;
+            const bool inside = s + off >= 0 && s + off < rowb;
+            cp_async16_fill(slot + k * CH + off, inside ? isrc[k] + s + off : isrc[k],
+                            inside ? 16 : 0);
+          }
       }
       if (ic == last) {
         ic = 0;
         ir += gridDim.x;
-        if (ir < rows) isrc = in + row_at(ir, IN0);
+        if (ir < rows) {
+#pragma unroll
+          for (int k = 0; k < NIN; ++k) isrc[k] = in[k] + row_at(ir, IN0 + k);
+        }
       } else {
         ++ic;
       }
-      islot = islot == kRingStages - 1 ? 0 : islot + 1;
+      islot = islot == STAGES - 1 ? 0 : islot + 1;
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   };
 #pragma unroll 1
-  for (int k = 0; k < kRingStages - 1; ++k) issue();
+  for (int k = 0; k < STAGES - 1; ++k) issue();
   // the scan side: row sr, its chunk sc, ring slot sslot
   i64 sr = blockIdx.x, sc = 0;
   unsigned char* sdst = sr < rows ? out + row_at(sr, OUT) : out;
   int sslot = 0, half = 0;
   S row_carry = op.identity();
   while (sr < rows) {  // uniform over the block
-    cp_async_wait<kRingStages - 2>();
+    cp_async_wait<STAGES - 2>();
     // this chunk is in shared memory for every thread, and every thread is done with the
     // slot that the next copy refills (read in the previous iteration)
     __syncthreads();
     issue();
-    const unsigned char* slot = ring + sslot * kRingChunk;
+    const unsigned char* slot = ring + sslot * SLOT;
+    // the vector of operand k a lane scans j-th (vs: its index in scan order)
+    auto vec_at = [&](int k, int vs) -> int4 {
+      return *reinterpret_cast<const int4*>(slot + k * CH + (kRev ? NV - 1 - vs : vs) * 16);
+    };
     S st[J][L];
+    [[maybe_unused]] S ex[J];  // NIN > 1: the state before the lane's first position, from the
+                             // warp's first
     S wcarry = op.identity();
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       const int vs = w * WV + j * 32 + lane;  // the vector's index in scan order
-      const int4 raw = *reinterpret_cast<const int4*>(slot + (kRev ? NV - 1 - vs : vs) * 16);
-      warp_vec_scan<T, A, Op, kRev>(op, raw, st[j], wcarry, lane);
+      if constexpr (NIN == 1) {
+        warp_vec_scan<T, A, Op, kRev>(op, vec_at(0, vs), st[j], wcarry, lane);
+      } else {
+        T e[Op::kIn][L];
+#pragma unroll
+        for (int k = 0; k < Op::kIn; ++k) {
+          const int4 raw = vec_at(k, vs);
+          memcpy(e[k], &raw, 16);
+        }
+#pragma unroll
+        for (int i = 0; i < L; ++i) {
+          A a[Op::kIn];
+#pragma unroll
+          for (int k = 0; k < Op::kIn; ++k) a[k] = to_acc(e[k][kRev ? L - 1 - i : i]);
+          const S m = op.make(a, 0, 0);
+          st[j][i] = i ? op.combine(st[j][i - 1], m) : m;
+        }
+        // st[j] stays from the lane's first position: an element's state is one combine
+        // from the lane's prefix at the store
+        ex[j] = warp_states_scan<L, Op, false>(op, st[j], wcarry, lane);
+      }
     }
     if (lane == 0) warp_tot[half][w] = wcarry;
     __syncthreads();  // this half of warp_tot is next written two chunks later, past a barrier
     S pre = row_carry;
+    if constexpr (NIN == 1) {
 #pragma unroll
-    for (int h = 0; h < kBlock / 32; ++h) {
-      const S th = warp_tot[half][h];
-      if (h < w) pre = op.combine(pre, th);
-      row_carry = op.combine(row_carry, th);
+      for (int h = 0; h < kBlock / 32; ++h) {
+        const S th = warp_tot[half][h];
+        if (h < w) pre = op.combine(pre, th);
+        row_carry = op.combine(row_carry, th);
+      }
+    } else {  // lanes 0-7 scan the 8 totals: 5 combines a lane instead of 16
+      constexpr int W = kBlock / 32;
+      S tot = lane < W ? warp_tot[half][lane] : op.identity();
+#pragma unroll
+      for (int d = 1; d < W; d <<= 1) {
+        const S o = shfl_up(tot, d);
+        if (lane >= d) tot = op.combine(o, tot);
+      }
+      const S before = shfl_idx(tot, w ? w - 1 : 0);
+      if (w) pre = op.combine(pre, before);
+      row_carry = op.combine(row_carry, shfl_idx(tot, W - 1));
     }
     const i64 s = start(sc);
     auto store = [&](int j, bool check) {  // check: the row's partial last chunk
       const int vs = w * WV + j * 32 + lane;
       T o[L];
+      if constexpr (NIN == 1) {
 #pragma unroll
-      for (int i = 0; i < L; ++i) {
-        const S inc = op.combine(pre, st[j][i]);
-        o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, inc, nullptr, A(1), 0));
+        for (int i = 0; i < L; ++i) {
+          const S inc = op.combine(pre, st[j][i]);
+          o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, inc, nullptr, A(1), 0));
+        }
+      } else {
+        T e[NIN][L];  // the inputs again, from the stage
+#pragma unroll
+        for (int k = 0; k < NIN; ++k) {
+          const int4 raw = vec_at(k, vs);
+          memcpy(e[k], &raw, 16);
+        }
+        A nb[L];  // kNb: y at the next position in scan order, 1 past the end of the row
+#pragma unroll
+        for (int i = 0; i < L; ++i) nb[i] = A(1);
+        if constexpr (Op::kNb) {
+          constexpr int Y = Op::kIn;  // y's stage
+#pragma unroll
+          for (int i = 0; i + 1 < L; ++i) nb[i] = to_acc(e[Y][kRev ? L - 2 - i : i + 1]);
+          const i64 q = sc * (CH / (i64)sizeof(T)) + (i64)(vs + 1) * L;  // the next position
+          if (q < P.n) {
+            if (vs + 1 < NV) {  // in this chunk: the first element of the next vector
+              const int pv = kRev ? NV - 2 - vs : vs + 1;
+              nb[L - 1] = to_acc(reinterpret_cast<const T*>(slot + Y * CH + pv * 16)[kRev ? L - 1 : 0]);
+            } else {            // the first of the next chunk
+              nb[L - 1] = to_acc(in_ptr<T>(P, IN2)[sr * P.op[IN2].outer.v[0] +
+                                                    (kRev ? P.n - 1 - q : q)]);
+            }
+          }
+        }
+        const S lane_pre = op.combine(pre, ex[j]);  // before the lane's first position
+        S exc = lane_pre;
+#pragma unroll
+        for (int i = 0; i < L; ++i) {
+          A a[Op::kIn];
+#pragma unroll
+          for (int k = 0; k < Op::kIn; ++k) a[k] = to_acc(e[k][kRev ? L - 1 - i : i]);
+          const S inc = op.combine(lane_pre, st[j][i]);
+          o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, exc, a, nb[i], 0));
+          exc = inc;
+        }
       }
       int4 word;
       memcpy(&word, o, 16);
@@ -3435,7 +3557,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     } else {
       ++sc;
     }
-    sslot = sslot == kRingStages - 1 ? 0 : sslot + 1;
+    sslot = sslot == STAGES - 1 ? 0 : sslot + 1;
     half ^= 1;
   }
 }
@@ -3964,7 +4086,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   }
 // Strips of adjacent lines: one block an SM (the ring takes most of shared memory).
 #define BC_SCAN_STRIP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip, scan_strip, 256, 1)
-// Contiguous rows through a ring: one block an SM (the ring takes most of shared memory).
+// Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
+// where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
 // Few long rows in one pass (sm_90; the host launches them for no other arch), in programs
 // of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, a cooperative launch that
@@ -4047,6 +4170,7 @@ BC_SCAN_STAGE_ENTRY(lse, LseOp)
 #elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
+BC_SCAN_RING_ENTRY(prod_bwd, ProdBwdOp)
 #elif defined(BC_SCAN_GROUP_LSE_BWD)
 BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
 BC_SCAN_SEG_WIDE_ENTRY(lse_bwd, LseBwdOp, 2)
