@@ -1533,32 +1533,34 @@ def test_cupy_and_jax_arrays_on_strips() -> None:
                  scale=scale_of(ScanKind.CUMSUM, 300), what="jax cumsum strips")
 
 
-def _ring_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[str, Any, bool]]:
-    """(what, view, ring) for the ring tests, the scan along the last axis: ``ring`` says
-    whether the launch must take the ring."""
+def _ring_cases(element: ElementKind, dt: Any, kind: ScanKind, chunk_bytes: int = 16384,
+                seed: int = 50) -> list[tuple[str, Any, bool]]:  # fmt: skip
+    """(what, view, ring) for the ring tests, the scan along the last axis, chunks of
+    ``chunk_bytes`` an operand: ``ring`` says whether the launch must take the ring."""
     lanes = 16 // element.itemsize
-    chunk = 16384 // element.itemsize  # positions a chunk
+    chunk = chunk_bytes // element.itemsize  # positions a chunk
+    seeds = iter(range(seed, seed + 20))
 
     def make(shape: tuple[int, ...], seed: int) -> Any:
         return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
 
     cases: list[tuple[str, Any, bool]] = [
-        ("one chunk", make((5, chunk), 50), True),
-        ("two chunks and a partial one", make((3, 2 * chunk + 3 * lanes), 51), True),
-        ("a partial second chunk", make((4, chunk + lanes), 52), True),
+        ("one chunk", make((5, chunk), next(seeds)), True),
+        ("two chunks and a partial one", make((3, 2 * chunk + 3 * lanes), next(seeds)), True),
+        ("a partial second chunk", make((4, chunk + lanes), next(seeds)), True),
         # more chunks than the ring holds, in one row and over many rows a block
-        ("rows of 20 chunks and a bit", make((2, 20 * chunk + 5 * lanes), 53), True),
-        ("many rows a block", make((1000, chunk + lanes), 54), True),
-        ("rank 3", make((2, 3, chunk + 5 * lanes), 55), True),  # outer dims coalesce
+        ("rows of 20 chunks and a bit", make((2, 20 * chunk + 5 * lanes), next(seeds)), True),
+        ("many rows a block", make((1000, chunk + lanes), next(seeds)), True),
+        ("rank 3", make((2, 3, chunk + 5 * lanes), next(seeds)), True),  # outer dims coalesce
     ]
-    wide = make((3, chunk + 8 * lanes), 56)
+    wide = make((3, chunk + 8 * lanes), next(seeds))
     cases.append(("padded rows", wide[:, : chunk + 2 * lanes], True))
-    cut = make((2, 4, chunk + lanes), 57)
+    cut = make((2, 4, chunk + lanes), next(seeds))
     cases.append(("outer dims that do not coalesce", cut[:, :3], False))
-    flat = make((3 * (chunk + lanes) + 1,), 58)
+    flat = make((3 * (chunk + lanes) + 1,), next(seeds))
     cases.append(("misaligned", flat[1:].view(3, chunk + lanes), False))
-    cases.append(("not whole vectors", make((3, chunk + 1), 59), False))
-    cases.append(("shorter than a chunk", make((3, chunk - lanes), 60), False))
+    cases.append(("not whole vectors", make((3, chunk + 1), next(seeds)), False))
+    cases.append(("shorter than a chunk", make((3, chunk - lanes), next(seeds)), False))
     return cases
 
 
@@ -1606,29 +1608,17 @@ def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) 
 
 def _ring_backward_cases(element: ElementKind) -> list[tuple[str, Any, bool]]:
     """(what, x, ring) for the ring of the cumprod backward along the last axis (``ring``:
-    whether the backward must take it); zeros at and around the chunk boundaries, where the
-    neighbour comes from the next chunk."""
+    whether the backward must take it): the forward ring's cases with the backward's chunks,
+    and zeros at and around the chunk boundaries, where the neighbour comes from the next
+    chunk."""
     from baracuda.scan import _kernels as K
 
     kind, dt = ScanKind.CUMPROD, torch_dtype(element)
+    cases = _ring_cases(element, dt, kind, K.RING_BACKWARD_CHUNK, 70)
     lanes = 16 // element.itemsize
     chunk = K.RING_BACKWARD_CHUNK // element.itemsize  # positions of an operand a chunk
-
-    def make(shape: tuple[int, ...], seed: int) -> Any:
-        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
-
-    cases: list[tuple[str, Any, bool]] = [
-        ("one chunk", make((5, chunk), 70), True),
-        ("two chunks and a partial one", make((3, 2 * chunk + 3 * lanes), 71), True),
-        ("a partial second chunk", make((4, chunk + lanes), 72), True),
-        ("rows of 20 chunks and a bit", make((2, 20 * chunk + 5 * lanes), 73), True),
-        ("many rows a block", make((600, chunk + lanes), 74), True),
-        ("rank 3", make((2, 3, chunk + 5 * lanes), 75), True),
-    ]
-    wide = make((3, chunk + 8 * lanes), 76)
-    cases.append(("padded rows", wide[:, : chunk + 2 * lanes], True))
     n = 3 * chunk + lanes
-    zeros = make((6, n), 77)
+    zeros = torch.from_numpy(make_input(kind, (6, n), 90)).to("cuda", dt)
     zeros[0, chunk - 1] = 0  # the last of a chunk
     zeros[1, chunk] = 0  # the first of the next
     zeros[2, [chunk - 1, chunk, 2 * chunk, 2 * chunk + 1, n - 1]] = 0
@@ -1636,10 +1626,6 @@ def _ring_backward_cases(element: ElementKind) -> list[tuple[str, Any, bool]]:
     zeros[4, 0] = 0
     zeros[5, chunk - lanes : chunk + lanes] = 0
     cases.append(("zeros at the chunk boundaries", zeros, True))
-    flat = make((3 * (chunk + lanes) + 1,), 79)
-    cases.append(("misaligned", flat[1:].view(3, chunk + lanes), False))
-    cases.append(("not whole vectors", make((3, chunk + 1), 80), False))
-    cases.append(("shorter than a chunk", make((3, chunk - lanes), 81), False))
     return cases
 
 

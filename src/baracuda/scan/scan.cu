@@ -20,9 +20,9 @@
 //   strip          sum/prod along a strided axis whose lines come in whole 128/256-byte runs:
 //                  a block per run of adjacent lines walks the whole axis, chunks staged in
 //                  shared memory by cp.async (see "strips of adjacent lines").
-//   ring           sum/prod along a contiguous axis, rows of 16 KiB or more: a block takes
-//                  a sequence of rows and walks each in chunks staged in shared memory by
-//                  cp.async (see "contiguous rows through a ring").
+//   ring           sum/prod along a contiguous axis, rows of 16 KiB or more (the cumprod
+//                  backward: 8 KiB): a block takes a sequence of rows and walks each in chunks
+//                  staged in shared memory by cp.async (see "contiguous rows through a ring").
 //   max_bwd_rows / max_bwd_rows8  the cummax/cummin backward in one kernel, a warp / a block
 //                  per line (both passes).
 //   zero           zeroes the look-back workspace before an lb* launch (its dependent); one
@@ -3325,10 +3325,10 @@ __device__ void scan_strip(const Params& P) {
 // flight at once, copied by cp.async into a ring in dynamic shared memory while the block
 // scans the oldest. A chunk is kRingChunkOf<NIN> bytes of each of the NIN staged operands
 // (x for the forward ops; dy, x and y for the cumprod backward, y at the same positions: its
-// neighbour is read from the stage). Warp w scans the chunk's w-th eighth
-// in scan order, J vectors a lane (a 32-lane shuffle scan per vector row), the 8 warps'
-// totals meet in shared memory and every lane folds those before its own onto the row's
-// running carry (deterministic). Reverse scans walk each row's chunks from its end, each
+// neighbour is read from the stage). Warp w scans the chunk's w-th eighth in scan order, J
+// vectors a lane (a 32-lane shuffle scan per vector row), the 8 warps' totals meet in shared
+// memory and every lane folds those before its own onto the row's running carry (with three
+// operands, lanes 0-7 scan the totals by shuffles; deterministic either way). Reverse scans walk each row's chunks from its end, each
 // chunk's vectors and elements mirrored. Only the last chunk of a row in scan order can be
 // partial (a branch uniform over the block): bytes outside the row are zero-filled and never
 // stored; they come after every valid element in scan order. The copy and scan sides each
@@ -3518,7 +3518,8 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
           if (q < P.n) {
             if (vs + 1 < NV) {  // in this chunk: the first element of the next vector
               const int pv = kRev ? NV - 2 - vs : vs + 1;
-              nb[L - 1] = to_acc(reinterpret_cast<const T*>(slot + Y * CH + pv * 16)[kRev ? L - 1 : 0]);
+              const T* next = reinterpret_cast<const T*>(slot + Y * CH + pv * 16);
+              nb[L - 1] = to_acc(next[kRev ? L - 1 : 0]);
             } else {            // the first of the next chunk
               nb[L - 1] = to_acc(in_ptr<T>(P, IN2)[sr * P.op[IN2].outer.v[0] +
                                                     (kRev ? P.n - 1 - q : q)]);
