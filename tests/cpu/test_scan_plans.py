@@ -1109,7 +1109,7 @@ _RING_BACKWARD_CASES = [
     ((4096, 4096 + 24), 2, None, True),  # a partial last chunk
     ((300, 4096), 2, (4104, 1), True),  # padded rows
     ((4096, 8192), 4, None, True),
-    ((4096, 8192), 8, None, True),  # f64: not in RING_BACKWARD_ITEMSIZES
+    ((4096, 8192), 8, None, True),  # f64: in neither switch
     ((4096, 4088), 2, None, False),  # rows under one chunk
     ((4096, 8193), 2, (8200, 1), False),  # rows not whole 16-byte vectors
 ]
@@ -1119,10 +1119,10 @@ _RING_BACKWARD_CASES = [
 def test_ring_backward_rows(shape: tuple[int, int], itemsize: int,
                             strides: tuple[int, int] | None, fits: bool,
                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """The cumprod backward takes the ring with dy, x, y and dx (rows of at least
-    RING_BACKWARD_CHUNK bytes of one stride, whole 16-byte vectors, the itemsizes of
-    RING_BACKWARD_ITEMSIZES: 2 and 4); not with an operand missing, not with the switch off;
-    the logcumsumexp backward never."""
+    """The cumprod and logcumsumexp backward take the ring with dy, x, y and dx (rows of at
+    least RING_BACKWARD_CHUNK bytes of one stride, whole 16-byte vectors, the itemsizes of
+    their switches: 2 and 4 for cumprod's, 2 for logcumsumexp's); not with an operand missing,
+    not with the switches off; cumsum's backward (IN0 and OUT) never with three operands."""
     from baracuda.scan import _kernels as K
 
     dy = Slot(1 << 28, strides or _dense(shape))
@@ -1132,24 +1132,28 @@ def test_ring_backward_rows(shape: tuple[int, int], itemsize: int,
         params = K._params(shape, 1, ops, (0, 1, 2, 3), itemsize, "rows", False, 0)
         return K._ring_rows(op, params, ops, itemsize)
 
-    assert K.RING_BACKWARD_ITEMSIZES == (2, 4)
-    assert rows_ok([dy, x, y, dx, None]) == (fits and itemsize != 8)
+    ops = [dy, x, y, dx, None]
+    assert (K.RING_BACKWARD_ITEMSIZES, K.RING_LSE_BACKWARD_ITEMSIZES) == ((2, 4), (2,))
+    assert rows_ok(ops) == (fits and itemsize != 8)
+    assert rows_ok(ops, "lse_bwd") == (fits and itemsize == 2)
     assert not rows_ok([dy, None, y, dx, None])
-    assert not rows_ok([dy, x, y, dx, None], "lse_bwd")
+    assert not rows_ok([dy, None, y, dx, None], "lse_bwd")
+    assert not rows_ok(ops, "sum")
     monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", (2, 4, 8))
-    assert rows_ok([dy, x, y, dx, None]) == fits
+    monkeypatch.setattr(K, "RING_LSE_BACKWARD_ITEMSIZES", (2, 4, 8))
+    assert rows_ok(ops) == fits and rows_ok(ops, "lse_bwd") == fits
     monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", ())
-    assert not rows_ok([dy, x, y, dx, None])
+    monkeypatch.setattr(K, "RING_LSE_BACKWARD_ITEMSIZES", ())
+    assert not rows_ok(ops) and not rows_ok(ops, "lse_bwd")
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("itemsize", [2, 4])
-def test_ring_backward_launch(itemsize: int, reverse: bool,
+@pytest.mark.parametrize(("op", "itemsize"), [("prod_bwd", 2), ("prod_bwd", 4), ("lse_bwd", 2)])
+def test_ring_backward_launch(op: str, itemsize: int, reverse: bool,
                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """A bf16 or f32 cumprod backward over 4096 x 8192 is one ring launch of two blocks an SM
-    with the ring's shared memory and no workspace, both directions; a misaligned operand
-    keeps the earlier kernels."""
-    op = "prod_bwd"
+    """A bf16 or f32 cumprod backward, or a bf16 logcumsumexp backward, over 4096 x 8192 is one
+    ring launch of two blocks an SM with the ring's shared memory and no workspace, both
+    directions; a misaligned operand keeps the earlier kernels."""
     from baracuda.scan import _kernels as K
 
     log = _LaunchLog("sm_90")

@@ -1606,65 +1606,91 @@ def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) 
                              what=f"ring vs warp rows {label}")  # fmt: skip
 
 
-def _ring_backward_cases(element: ElementKind) -> list[tuple[str, Any, bool]]:
-    """(what, x, ring) for the ring of the cumprod backward along the last axis (``ring``:
-    whether the backward must take it): the forward ring's cases with the backward's chunks,
-    and zeros at and around the chunk boundaries, where the neighbour comes from the next
-    chunk."""
+def _ring_backward_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, bool]]:
+    """(what, x, ring) for the ring of the cumprod/logcumsumexp backward along the last axis
+    (``ring``: whether the backward must take it): the forward ring's cases with the
+    backward's chunks, and special values at and around the chunk boundaries (cumprod: zeros,
+    where the neighbour comes from the next chunk; logcumsumexp: -inf runs, huge and tiny
+    exps)."""
     from baracuda.scan import _kernels as K
 
-    kind, dt = ScanKind.CUMPROD, torch_dtype(element)
+    dt = torch_dtype(element)
     cases = _ring_cases(element, dt, kind, K.RING_BACKWARD_CHUNK, 70)
     lanes = 16 // element.itemsize
     chunk = K.RING_BACKWARD_CHUNK // element.itemsize  # positions of an operand a chunk
     n = 3 * chunk + lanes
-    zeros = torch.from_numpy(make_input(kind, (6, n), 90)).to("cuda", dt)
-    zeros[0, chunk - 1] = 0  # the last of a chunk
-    zeros[1, chunk] = 0  # the first of the next
-    zeros[2, [chunk - 1, chunk, 2 * chunk, 2 * chunk + 1, n - 1]] = 0
-    zeros[3, :] = 0
-    zeros[4, 0] = 0
-    zeros[5, chunk - lanes : chunk + lanes] = 0
-    cases.append(("zeros at the chunk boundaries", zeros, True))
+    sp = torch.from_numpy(make_input(kind, (6, n), 90)).to("cuda", dt)
+    if kind is ScanKind.CUMPROD:
+        sp[0, chunk - 1] = 0  # the last of a chunk
+        sp[1, chunk] = 0  # the first of the next
+        sp[2, [chunk - 1, chunk, 2 * chunk, 2 * chunk + 1, n - 1]] = 0
+        sp[3, :] = 0
+        sp[4, 0] = 0
+        sp[5, chunk - lanes : chunk + lanes] = 0
+    else:
+        inf = float("inf")
+        sp *= 3
+        sp[0, chunk - 4 : chunk + 4] = -inf  # a -inf run across a chunk boundary
+        sp[1, : chunk + 1] = -inf  # a leading run past the first chunk
+        sp[2, :] = -inf
+        sp[3, :] *= 1e4  # exps far out of range
+        sp[4, 1::7] = -inf
+        sp[5, :] = -90.0
+        sp[5, chunk] = 40.0  # one large term right after a boundary
+    cases.append(("special values at the chunk boundaries", sp, True))
     return cases
 
 
+@pytest.mark.parametrize("kind", [ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
+                         ids=lambda k: k.value)  # fmt: skip
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
-def test_scan_ring_backward(element: ElementKind, monkeypatch: Any) -> None:
-    """The cumprod backward through the block ring (scan_prod_bwd_ring, every itemsize switched
-    on, the balance threshold 0 so that a few rows take it): whole and partial chunks, more
-    chunks than the ring holds, many rows a block, a rank-3 tensor, padded rows, zeros at the
-    chunk boundaries; both directions, on poisoned outputs, against the float64 reference,
-    torch autograd in float64 on the same inputs, and the same backward without the ring; and
-    layouts that must not take it."""
+def test_scan_ring_backward(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """The cumprod and logcumsumexp backward through the block ring (scan_<op>_bwd_ring, every
+    itemsize switched on, the balance threshold 0 so that a few rows take it):
+    whole and partial chunks, more chunks than the ring holds, many rows a block, a rank-3
+    tensor, padded rows, special values at the chunk boundaries; both directions, on
+    poisoned outputs, against the float64 reference, torch autograd in float64 on the same
+    inputs, and the same backward without the ring; and layouts that must not take it."""
     from baracuda.scan import _kernels as K
 
-    kind = ScanKind.CUMPROD
+    switches = ("RING_BACKWARD_ITEMSIZES", "RING_LSE_BACKWARD_ITEMSIZES")
     monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)
-    monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", (2, 4, 8))
+    for name in switches:
+        monkeypatch.setattr(K, name, (2, 4, 8))
     seen = launched_kernels(monkeypatch)
+    ring = f"scan_{_op_of(kind)}_bwd_ring"
     gen = torch.Generator(device="cuda").manual_seed(12)
-    for what, x, want in _ring_backward_cases(element):
+    for what, x, want in _ring_backward_cases(element, kind):
         for reverse in (False, True):
             label = f"{what} {tuple(x.shape)} rev={reverse}"
             y, _ = run_forward(kind, x, -1, reverse)
             dy = torch.randn(tuple(x.shape), device="cuda", dtype=x.dtype, generator=gen)
             seen.clear()
             dx = run_backward(kind, dy, x, y, -1, reverse)
-            assert (seen == ["scan_prod_bwd_ring"]) == want, (label, seen)
+            assert (seen == [ring]) == want, (label, seen)
             check_backward(kind, element, dx, dy, x, y, -1, reverse, f"ring {label}")
-            # torch autograd in float64 on the same rounded inputs
-            x64 = x.double().requires_grad_(True)
-            y64 = torch.cumprod(x64.flip(-1), -1).flip(-1) if reverse else torch.cumprod(x64, -1)
-            (g64,) = torch.autograd.grad(y64, x64, dy.double())
             mag = _magnitude(kind, _np64(dy), _np64(x), _np64(y), -1, reverse)
             sc = max(1.0, math.sqrt(x.shape[-1]) / 4) * 2.0
-            assert_close(dx, _np64(g64), element, scale=sc, magnitude=mag,
-                         what=f"ring vs torch autograd {label}")  # fmt: skip
+            if kind is ScanKind.CUMPROD or "special" not in what:  # torch: NaN at -inf
+                # torch autograd in float64 on the same rounded inputs
+                x64 = x.double().requires_grad_(True)
+                xf = x64.flip(-1) if reverse else x64
+                y64 = _torch_forward(kind)(xf, x.dim() - 1)
+                y64 = y64.flip(-1) if reverse else y64
+                (g64,) = torch.autograd.grad(y64, x64, dy.double())
+                tsc = sc
+                if kind is ScanKind.LOGCUMSUMEXP and element.itemsize == 2:
+                    # the saved y is rounded to the element type: each term carries |y| eps
+                    finite = _np64(y)[np.isfinite(_np64(y))]
+                    tsc *= max(1.0, float(np.abs(finite).max()) / 2)
+                assert_close(dx, _np64(g64), element, scale=tsc, magnitude=mag,
+                             what=f"ring vs torch autograd {label}")  # fmt: skip
             if want:
-                monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", ())
+                for name in switches:
+                    monkeypatch.setattr(K, name, ())
                 dx_plain = run_backward(kind, dy, x, y, -1, reverse)
-                monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", (2, 4, 8))
+                for name in switches:
+                    monkeypatch.setattr(K, name, (2, 4, 8))
                 assert "ring" not in seen[-1], seen
                 assert_close(dx, _np64(dx_plain), element, scale=sc, magnitude=mag,
                              what=f"ring vs rows {label}")  # fmt: skip
@@ -1676,8 +1702,9 @@ def test_scan_ring_backward(element: ElementKind, monkeypatch: Any) -> None:
 def test_ring_backward_on_the_benchmark_shape(kind: ScanKind, element: ElementKind,
                                               monkeypatch: Any) -> None:  # fmt: skip
     """The cumprod/logcumsumexp backward over 4096 x 8192 along dim 1 at the default switches:
-    cumprod's through the ring where RING_BACKWARD_ITEMSIZES takes the type, logcumsumexp's
-    never; both directions, against the float64 reference."""
+    through the ring where the op's switch (RING_BACKWARD_ITEMSIZES,
+    RING_LSE_BACKWARD_ITEMSIZES) takes the type; both directions, against the float64
+    reference."""
     from baracuda.scan import _kernels as K
 
     seen = launched_kernels(monkeypatch)
@@ -1690,8 +1717,10 @@ def test_ring_backward_on_the_benchmark_shape(kind: ScanKind, element: ElementKi
         dy = torch.randn(tuple(x.shape), device="cuda", dtype=x.dtype)
         seen.clear()
         dx = run_backward(kind, dy, x, y, 1, reverse)
-        ring = kind is ScanKind.CUMPROD and element.itemsize in K.RING_BACKWARD_ITEMSIZES
-        assert ("scan_prod_bwd_ring" in seen) == ring and len(seen) == 1, seen
+        op = f"{_op_of(kind)}_bwd"
+        sizes = K.RING_LSE_BACKWARD_ITEMSIZES if op == "lse_bwd" else K.RING_BACKWARD_ITEMSIZES
+        ring = element.itemsize in sizes
+        assert (seen == [f"scan_{op}_ring"]) == ring and len(seen) == 1, seen
         check_backward(kind, element, dx, dy, x, y, 1, reverse, f"(4096, 8192) rev={reverse}")
 
 

@@ -366,16 +366,19 @@ RING_BLOCKS_PER_SM = 2
 RING_MIN_BALANCE = 0.9
 
 
-# Switch: the cumprod backward (RING_BACKWARD_OPS) in the itemsizes of RING_BACKWARD_ITEMSIZES
-# takes the ring too, under the same conditions with dy, x and y staged (RING_BACKWARD_CHUNK
-# bytes of each a chunk, RING_BACKWARD_STAGES chunks in flight: the same 96 KiB), where every
-# operand allows 16-byte vectors. On an H200 (docs/benchmarks.md, round 30) it took 75.1 vs
-# 129.8 us in bf16 and 135.1 vs 137.4 us in f32 over 4096 x 8192, 26.0 vs 65.5 and 42.3 vs
-# 69.5 us over 512 x 16384. Read at each launch. (The logcumsumexp backward, built the same
-# way, lost on most shapes: its combine takes one or two exps, and a ring lane combines more
-# states an element than a warp row's 8 positions a thread; round 30.)
+# Switch: the cumprod backward in the itemsizes of RING_BACKWARD_ITEMSIZES, and the
+# logcumsumexp backward in those of RING_LSE_BACKWARD_ITEMSIZES (RING_BACKWARD_OPS), take the
+# ring too, under the same conditions with dy, x and y staged (RING_BACKWARD_CHUNK bytes of
+# each a chunk, RING_BACKWARD_STAGES chunks in flight: the same 96 KiB), where every operand
+# allows 16-byte vectors. On an H200 (docs/benchmarks.md, round 30) the cumprod backward took
+# 75.1 vs 129.8 us in bf16 and 135.1 vs 137.4 us in f32 over 4096 x 8192, 26.0 vs 65.5 and
+# 42.3 vs 69.5 us over 512 x 16384; the logcumsumexp backward in bf16 151.4 vs 151.1 over
+# 4096 x 8192, 44.5 vs 58.9 over 1024 x 8192 and 45.0 vs 89.9 over 512 x 16384, but in f32
+# 300.0 vs 199.3 over 4096 x 8192 (its combine takes up to two accurate exps there, and the
+# ring's lanes combine more states an element than a warp row's). Read at each launch.
 RING_BACKWARD_ITEMSIZES = (2, 4)
-RING_BACKWARD_OPS = ("prod_bwd",)
+RING_LSE_BACKWARD_ITEMSIZES = (2,)
+RING_BACKWARD_OPS = ("prod_bwd", "lse_bwd")
 RING_OPS = (*STRIP_OPS, *RING_BACKWARD_OPS)  # the ops with a ring entry
 RING_BACKWARD_CHUNK = 8192  # scan.cu kRingChunkOf<3>
 RING_BACKWARD_STAGES = 4  # scan.cu kRingStagesOf<3>
@@ -384,15 +387,17 @@ assert RING_BACKWARD_CHUNK * 3 * RING_BACKWARD_STAGES == RING_SMEM
 
 def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsize: int) -> bool:
     """Whether the rows of ``params`` may take the ring: ``RING_ROWS`` on, the op's operands
-    only (IN0 and OUT; dy, x, y and dx for RING_BACKWARD_OPS in the itemsizes of
-    RING_BACKWARD_ITEMSIZES), outer dims that coalesce to one, rows of at least one chunk and
+    only (IN0 and OUT; dy, x, y and dx for RING_BACKWARD_OPS in the itemsizes of their
+    switches), outer dims that coalesce to one, rows of at least one chunk and
     whole 16-byte vectors. The caller checks the vector condition (16-byte aligned rows, axis
     stride 1)."""
     used = [i for i, o in enumerate(operands) if o is not None]
     rowb = params.n * itemsize
     if op in STRIP_OPS:
         ops, chunk = [IN0, OUT], RING_CHUNK
-    elif op in RING_BACKWARD_OPS and itemsize in RING_BACKWARD_ITEMSIZES:
+    elif op in RING_BACKWARD_OPS and itemsize in (
+        RING_LSE_BACKWARD_ITEMSIZES if op == "lse_bwd" else RING_BACKWARD_ITEMSIZES
+    ):
         ops, chunk = [IN0, IN1, IN2, OUT], RING_BACKWARD_CHUNK
     else:
         return False
@@ -1103,7 +1108,7 @@ _SWITCHES = (
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
     "STREAM_ROWS", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
-    "RING_BACKWARD_ITEMSIZES",
+    "RING_BACKWARD_ITEMSIZES", "RING_LSE_BACKWARD_ITEMSIZES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (

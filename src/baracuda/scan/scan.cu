@@ -20,9 +20,10 @@
 //   strip          sum/prod along a strided axis whose lines come in whole 128/256-byte runs:
 //                  a block per run of adjacent lines walks the whole axis, chunks staged in
 //                  shared memory by cp.async (see "strips of adjacent lines").
-//   ring           sum/prod along a contiguous axis, rows of 16 KiB or more (the cumprod
-//                  backward: 8 KiB): a block takes a sequence of rows and walks each in chunks
-//                  staged in shared memory by cp.async (see "contiguous rows through a ring").
+//   ring           sum/prod along a contiguous axis, rows of 16 KiB or more (the cumprod and
+//                  logcumsumexp backward: 8 KiB): a block takes a sequence of rows and walks
+//                  each in chunks staged in shared memory by cp.async (see "contiguous rows
+//                  through a ring").
 //   max_bwd_rows / max_bwd_rows8  the cummax/cummin backward in one kernel, a warp / a block
 //                  per line (both passes).
 //   zero           zeroes the look-back workspace before an lb* launch (its dependent); one
@@ -3317,18 +3318,19 @@ __device__ void scan_strip(const Params& P) {
 
 
 // ------------------------------------------------ contiguous rows through a ring (ring)
-// cumsum and cumprod along a contiguous axis, and the cumprod backward (the host's
-// condition, _kernels._ring_rows and _ring_grid: the op's operands only, axis
+// cumsum and cumprod along a contiguous axis, and the cumprod and logcumsumexp backward (the
+// host's condition, _kernels._ring_rows and _ring_grid: the op's operands only, axis
 // stride 1, rows of at least one chunk and a whole number of 16-byte vectors, the outer dims
 // one of a stride of whole vectors, 16-byte aligned data, enough rows for the SMs). Block b
 // takes rows b, b + gridDim.x, ... and walks each in chunks, kRingStagesOf<NIN> chunks in
 // flight at once, copied by cp.async into a ring in dynamic shared memory while the block
 // scans the oldest. A chunk is kRingChunkOf<NIN> bytes of each of the NIN staged operands
-// (x for the forward ops; dy, x and y for the cumprod backward, y at the same positions: its
-// neighbour is read from the stage). Warp w scans the chunk's w-th eighth in scan order, J
-// vectors a lane (a 32-lane shuffle scan per vector row), the 8 warps' totals meet in shared
-// memory and every lane folds those before its own onto the row's running carry (with three
-// operands, lanes 0-7 scan the totals by shuffles; deterministic either way). Reverse scans walk each row's chunks from its end, each
+// (x for the forward ops; dy, x and y for the backward ones, y at the same positions: the
+// cumprod backward's neighbour is read from the stage). Warp w scans the chunk's w-th eighth
+// in scan order, J vectors a lane (a 32-lane shuffle scan per vector row, or kRingLaneRun),
+// the 8 warps' totals meet in shared memory and every lane folds those before its own onto
+// the row's running carry (with three operands, lanes 0-7 scan the totals by shuffles;
+// deterministic either way). Reverse scans walk each row's chunks from its end, each
 // chunk's vectors and elements mirrored. Only the last chunk of a row in scan order can be
 // partial (a branch uniform over the block): bytes outside the row are zero-filled and never
 // stored; they come after every valid element in scan order. The copy and scan sides each
@@ -3344,6 +3346,33 @@ template <int NIN>
 constexpr int kRingChunkOf = NIN == 1 ? kRingChunk : 8192;
 template <int NIN>
 constexpr int kRingStagesOf = NIN == 1 ? kRingStages : 4;
+// Ops whose lanes scan their J vectors in a row (one shuffle scan a chunk instead of J): those
+// whose combine is dear (logcumsumexp's backward: an exp or two; on an H200 over bf16
+// 4096 x 4096, 88.7 -> 79.5 us), not the cumprod backward's (its stores, a lane's vectors
+// apart, cost more than the shuffles there: bf16 4096 x 8192 75.1 -> 81.4 us).
+template <class Op>
+constexpr bool kRingLaneRun = false;
+template <typename A>
+constexpr bool kRingLaneRun<LseBwdOp<A>> = true;
+
+// The ring's outputs of one vector of an op with three staged operands: position i's state is
+// pre . st[i] (st from the vector's or lane's first position), `exc` the state before the
+// first position (it becomes the state after the last); e: the staged inputs in physical
+// order, nb: the neighbours in scan order.
+template <typename T, typename A, bool kRev, class Op, int L, int NIN>
+__device__ __forceinline__ void ring_outputs(const Op& op, const typename Op::S& pre,
+                                             typename Op::S& exc, const typename Op::S (&st)[L],
+                                             const T (&e)[NIN][L], const A (&nb)[L], T (&o)[L]) {
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    A a[Op::kIn];
+#pragma unroll
+    for (int k = 0; k < Op::kIn; ++k) a[k] = to_acc(e[k][kRev ? L - 1 - i : i]);
+    const typename Op::S inc = op.combine(pre, st[i]);
+    o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, exc, a, nb[i], 0));
+    exc = inc;
+  }
+}
 
 template <typename T, typename A, class Op, bool kRev>
 __device__ __forceinline__ void scan_ring_dir(const Params& P) {
@@ -3361,6 +3390,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   constexpr int J = WV / 32;              // vectors a lane
   constexpr int COPIES = NV / kBlock;     // 16-byte copies a thread per chunk and operand
   static_assert(J >= 1 && COPIES >= 1, "ring tile shape");
+  constexpr bool kLaneRun = kRingLaneRun<Op>;  // see kRingLaneRun
   extern __shared__ int4 ring_buf[];
   __shared__ S warp_tot[2][kBlock / 32];
   unsigned char* ring = reinterpret_cast<unsigned char*>(ring_buf);
@@ -3445,7 +3475,8 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     S wcarry = op.identity();
 #pragma unroll
     for (int j = 0; j < J; ++j) {
-      const int vs = w * WV + j * 32 + lane;  // the vector's index in scan order
+      // the vector's index in scan order: 32 apart, or (kLaneRun) the lane's J in a row
+      const int vs = kLaneRun ? w * WV + lane * J + j : w * WV + j * 32 + lane;
       if constexpr (NIN == 1) {
         warp_vec_scan<T, A, Op, kRev>(op, vec_at(0, vs), st[j], wcarry, lane);
       } else {
@@ -3461,13 +3492,18 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
 #pragma unroll
           for (int k = 0; k < Op::kIn; ++k) a[k] = to_acc(e[k][kRev ? L - 1 - i : i]);
           const S m = op.make(a, 0, 0);
-          st[j][i] = i ? op.combine(st[j][i - 1], m) : m;
+          if constexpr (kLaneRun)  // on from the lane's previous vector
+            st[j][i] = i ? op.combine(st[j][i - 1], m) : j ? op.combine(st[j - 1][L - 1], m) : m;
+          else
+            st[j][i] = i ? op.combine(st[j][i - 1], m) : m;
         }
         // st[j] stays from the lane's first position: an element's state is one combine
         // from the lane's prefix at the store
-        ex[j] = warp_states_scan<L, Op, false>(op, st[j], wcarry, lane);
+        if constexpr (!kLaneRun) ex[j] = warp_states_scan<L, Op, false>(op, st[j], wcarry, lane);
       }
     }
+    if constexpr (kLaneRun)  // one scan of the lanes' totals (those of their last vectors)
+      ex[0] = warp_states_scan<L, Op, false>(op, st[J - 1], wcarry, lane);
     if (lane == 0) warp_tot[half][w] = wcarry;
     __syncthreads();  // this half of warp_tot is next written two chunks later, past a barrier
     S pre = row_carry;
@@ -3491,8 +3527,9 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
       row_carry = op.combine(row_carry, shfl_idx(tot, W - 1));
     }
     const i64 s = start(sc);
+    [[maybe_unused]] S lane_pre, exc_next;  // kLaneRun: on from the lane's previous vector
     auto store = [&](int j, bool check) {  // check: the row's partial last chunk
-      const int vs = w * WV + j * 32 + lane;
+      const int vs = kLaneRun ? w * WV + lane * J + j : w * WV + j * 32 + lane;
       T o[L];
       if constexpr (NIN == 1) {
 #pragma unroll
@@ -3526,16 +3563,16 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
             }
           }
         }
-        const S lane_pre = op.combine(pre, ex[j]);  // before the lane's first position
-        S exc = lane_pre;
-#pragma unroll
-        for (int i = 0; i < L; ++i) {
-          A a[Op::kIn];
-#pragma unroll
-          for (int k = 0; k < Op::kIn; ++k) a[k] = to_acc(e[k][kRev ? L - 1 - i : i]);
-          const S inc = op.combine(lane_pre, st[j][i]);
-          o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, exc, a, nb[i], 0));
-          exc = inc;
+        if constexpr (kLaneRun) {
+          if (j == 0) {
+            lane_pre = op.combine(pre, ex[0]);  // before the lane's first position
+            exc_next = lane_pre;
+          }
+          ring_outputs<T, A, kRev>(op, lane_pre, exc_next, st[j], e, nb, o);
+        } else {
+          const S lane_pre = op.combine(pre, ex[j]);  // before the lane's first position
+          S exc = lane_pre;
+          ring_outputs<T, A, kRev>(op, lane_pre, exc, st[j], e, nb, o);
         }
       }
       int4 word;
@@ -4175,6 +4212,7 @@ BC_SCAN_RING_ENTRY(prod_bwd, ProdBwdOp)
 #elif defined(BC_SCAN_GROUP_LSE_BWD)
 BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
 BC_SCAN_SEG_WIDE_ENTRY(lse_bwd, LseBwdOp, 2)
+BC_SCAN_RING_ENTRY(lse_bwd, LseBwdOp)
 #elif defined(BC_SCAN_GROUP_MAX_BWD)  // the cummax/cummin backward: winner flags, segmented sums
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
 BC_SCAN_ENTRIES(maxflag, MaxFlagOp, 4, 4)
