@@ -30,6 +30,7 @@ from baracuda.scan import (
     ScanPlan,
     _kernels,
 )
+from baracuda.scan.scan_backward import needs_saved_x, needs_saved_y
 from baracuda.types import ScanKind
 
 # (op, shape, axis): the four cumsum shapes, the cumsum backward along dim 0, and
@@ -75,9 +76,6 @@ BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
     for shape in ((4096, 8192), (1024, 8192), (4096, 4096), (512, 16384), (1000, 8200))
 ]
 DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
-# the backward ops whose plans take the saved x, and the saved y
-_SAVED_X = (ScanKind.CUMPROD, ScanKind.CUMMAX, ScanKind.CUMMIN, ScanKind.LOGCUMSUMEXP)
-_SAVED_Y = (ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP)
 
 
 
@@ -87,8 +85,8 @@ def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind, s: bc.
     if op.endswith("_backward"):  # dy, and the saved x and y it takes: three tensors
         kind = ScanKind(op.removesuffix("_backward"))
         plan: Any = ScanBackwardPlan.select(s, ScanBackwardDescriptor(kind, shape, axis, el))
-        args: Any = ScanBackwardArgs(dy, y, x if kind in _SAVED_X else None,
-                                     saved_y if kind in _SAVED_Y else None)  # fmt: skip
+        args: Any = ScanBackwardArgs(dy, y, x if needs_saved_x(kind) else None,
+                                     saved_y if needs_saved_y(kind) else None)  # fmt: skip
     else:
         kind = ScanKind(op)
         plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, el))

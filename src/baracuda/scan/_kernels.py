@@ -388,9 +388,9 @@ assert RING_BACKWARD_CHUNK * 3 * RING_BACKWARD_STAGES == RING_SMEM
 def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsize: int) -> bool:
     """Whether the rows of ``params`` may take the ring: ``RING_ROWS`` on, the op's operands
     only (IN0 and OUT; dy, x, y and dx for RING_BACKWARD_OPS in the itemsizes of their
-    switches), outer dims that coalesce to one, rows of at least one chunk and
-    whole 16-byte vectors. The caller checks the vector condition (16-byte aligned rows, axis
-    stride 1)."""
+    switches), each allowing 16-byte vectors along a contiguous axis (``params.vec``: the
+    ring's callers pass every operand as a vector slot), outer dims that coalesce to one, rows
+    of at least one chunk and whole 16-byte vectors."""
     used = [i for i, o in enumerate(operands) if o is not None]
     rowb = params.n * itemsize
     if op in STRIP_OPS:
@@ -404,6 +404,7 @@ def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsiz
     return (
         RING_ROWS
         and used == ops
+        and bool(params.vec)
         and params.outer.rank == 1
         and rowb % 16 == 0
         and rowb >= chunk
@@ -1280,8 +1281,7 @@ def launch_scan(
             _enqueue(rec, module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK,
                      STRIP_SMEM, stream, params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
-    if (pipeable if op in STRIP_OPS else params.vec) and _ring_rows(op, params, operands,
-                                                                    itemsize):  # fmt: skip
+    if _ring_rows(op, params, operands, itemsize):
         kernel = f"scan_{op}_ring"
         if _smem_room(module, kernel) >= RING_SMEM:
             per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
