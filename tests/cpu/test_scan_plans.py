@@ -27,6 +27,7 @@ from baracuda.scan import (
     ScanPlan,
 )
 from baracuda.scan._kernels import (
+    COLS_STATES_OPS,
     LINES_GROUPS,
     LINES_KINDS,
     LINES_OPS,
@@ -576,6 +577,33 @@ def test_lookback_zeroing_then_dependent_launch(
     assert second[0] == f"scan_sum_{variant.split('x')[0]}" and second[2] == dependent
 
 
+@pytest.mark.parametrize(("layout", "shape", "axis"), [("cols", (4096, 64), 0),
+                                                     ("rows", (64, 8192), 1)])  # fmt: skip
+def test_chunked_lse_backward_takes_the_states_of_its_op(
+    layout: str, shape: tuple[int, int], axis: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without look-back, lines cut into chunks take three passes. The logcumsumexp backward
+    runs one op along contiguous axes and another along strided ones (COLS_STATES_OPS), so the
+    chunk states between the passes are those of the strided op (cstates) after a cols pass."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    _patch(monkeypatch, "launch", log.launch)
+    monkeypatch.setattr(K, "LOOKBACK", False)
+    monkeypatch.setattr(K, "RING_LSE_BACKWARD_ITEMSIZES", ())
+    st = (shape[1], 1)
+    dy, x, y, dx = (Slot(a << 30, st) for a in (1, 2, 3, 4))
+    variant = K.launch_scan(log, "lse_bwd", None, shape, axis, reverse=True, mode=0,  # type: ignore[arg-type]
+                            operands=[dy, x, y, dx, None], vec_slots=(0, 1, 2, 3), itemsize=2,
+                            layout=layout, sm_count=132, states_ptr=1 << 20)  # fmt: skip
+    kind = "cols" if layout == "cols" else "rows8"
+    assert variant.startswith(f"{kind}x")
+    states = "cstates" if layout == "cols" else "states"
+    names = [c[0] for c in log.calls]
+    assert names[0] == names[2] == f"scan_lse_bwd_{kind}"
+    assert names[1] in (f"scan_lse_bwd_{states}1", f"scan_lse_bwd_{states}8")
+
+
 class _StreamModule(_FakeModule):
     """What launch_scan reads of a LoadedModule for few long rows: an H100-like device of
     ``arch``, the stream program loaded as itself."""
@@ -784,11 +812,13 @@ def test_tie_break_enum_accepted() -> None:
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
-_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "seg", "seg1", "lbpair", "strip", "ring")
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "cstates1", "cstates8", "seg", "seg1", "lbpair", "strip",
+          "ring")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
     | {f"scan_{op}_pipe1" for op in PIPE_AUX_OPS}
+    | {f"scan_{op}_{k}" for op in COLS_STATES_OPS for k in ("cstates1", "cstates8")}
     | {f"scan_{op}_seg" for op in SEG_OPS}
     | {f"scan_{op}_seg1" for op in SEG1_OPS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}

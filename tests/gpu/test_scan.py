@@ -1817,3 +1817,41 @@ def test_ring_matches_torch_autograd(kind: ScanKind, element: ElementKind,
         torch.cuda.synchronize()
         assert_close(out, R.scan(kind, _np64(x), 1, False), element, scale=scale_of(kind, n),
                      what=f"graph replay {seed}")  # fmt: skip
+
+
+# the logcumsumexp backward's paths: the ring (aligned rows of 8 KiB or more), rows of odd
+# length, segmented tiles (short rows), look-back rows (few long rows), strided axes
+_LSE_BACKWARD_SHAPES = [((4096, 8192), 1), ((512, 16384), 1), ((3000, 1029), 1),
+                        ((65536, 64), 1), ((2, 2**20), 1), ((2048, 1024), 0)]  # fmt: skip
+# max |dx - ref| / max(1, |ref|): about twice the stored type's rounding (f32: its sums)
+_LSE_BACKWARD_BOUND = {ElementKind.F32: 1e-4, ElementKind.F16: 1e-3, ElementKind.BF16: 8e-3}
+
+
+@pytest.mark.parametrize("element", list(_LSE_BACKWARD_BOUND), ids=lambda e: e.value)
+def test_logcumsumexp_backward_per_element(element: ElementKind) -> None:
+    """Every element of the logcumsumexp backward within about two roundings of the stored
+    type of the float64 sum ``exp(x_i) sum_{j >= i} dy_j exp(-y_j)`` of the same inputs,
+    relative to max(1, |dx|), on every path, both directions. y is the forward's own output
+    (in 2-byte types it steps down by an ulp here and there), then the same y with positions
+    set well below the one before them: the sum holds for any y, and the 2-byte rows' linear
+    recurrence must not assume that y never decreases."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    dt = torch_dtype(element)
+    for shape, axis in _LSE_BACKWARD_SHAPES:
+        x = (torch.randn(shape, device="cuda", generator=gen) * 4).to(dt)
+        dy = torch.randn(shape, device="cuda", generator=gen).to(dt)
+        for reverse in (False, True):
+            y, _ = run_forward(ScanKind.LOGCUMSUMEXP, x, axis, reverse)
+            bent = y.clone()
+            low = bent.movedim(axis, -1)[..., 1::37]  # a view: below their neighbours
+            low.copy_(low.double() - low.double().abs() * 0.05 - 0.05)
+            for yy, what in ((y, "forward's y"), (bent, "bent y")):
+                dx = run_backward(ScanKind.LOGCUMSUMEXP, dy, x, yy, axis, reverse)
+                x64, y64, dy64 = x.double(), yy.double(), dy.double()
+                terms = dy64 * torch.exp(-y64)
+                suffix = (torch.cumsum(terms, axis) if reverse
+                          else torch.cumsum(terms.flip(axis), axis).flip(axis))  # fmt: skip
+                ref = torch.exp(x64) * suffix
+                err = ((dx.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+                assert err <= _LSE_BACKWARD_BOUND[element], (shape, axis, reverse, what, err)

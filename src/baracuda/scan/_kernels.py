@@ -112,6 +112,10 @@ PIPE_OPS = ("sum", "prod", "lse")
 # On the H100, cummax over 4096 x 8192 f32 took 221.2 us on pipe1, 246.1 on rows1; over
 # 65536 x 1024, 382.8 vs 459.4.
 PIPE_AUX_OPS = ("max",)
+# Ops whose strided axes (cols, lbcols) take another op than their contiguous ones, with chunk
+# states of their own (scan_<op>_cstates1 / cstates8): the logcumsumexp backward, a linear
+# recurrence along f16/bf16 rows and a running minimum elsewhere (scan.cu, LseBwdRowsOp).
+COLS_STATES_OPS = ("lse_bwd",)
 # Ops with segmented tiles of short rows (scan_<op>_seg, SEG_ROWS): PIPE_OPS, cummax/cummin,
 # and the backward's ops (the cumsum backward is a reverse cumsum).
 SEG_OPS = (*PIPE_OPS, "max", "prod_bwd", "lse_bwd", "maxflag", "seg_bwd")
@@ -662,6 +666,8 @@ def _group_entries(group: str) -> tuple[str, ...]:
     return (
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
+        + tuple(f"scan_{op}_{k}" for op in ops if op in COLS_STATES_OPS
+                for k in ("cstates1", "cstates8"))
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "cooprev", "lbstage"))
         + tuple(f"scan_{op}_pipe1" for op in ops if op in PIPE_AUX_OPS)
@@ -1363,8 +1369,10 @@ def launch_scan(
     params.agg = 0
     params.carry = states_ptr
     states = "states8" if ch.nchunks > 128 else "states1"
+    if ch.layout == "cols" and op in COLS_STATES_OPS:
+        states = f"c{states}"  # the cols kernel's op's states
     sfn = module.function(f"scan_{op}_{states}")
-    sgrid = max(1, min(rows if states == "states8" else -(-rows // 8), sm_count * 64))
+    sgrid = max(1, min(rows if states.endswith("states8") else -(-rows // 8), sm_count * 64))
     # the states and final passes start while the pass before drains (sm_90: scan.cu's chunk
     # kernels wait for it in bc::pdl_wait)
     dep = dependent_launches(module.arch)

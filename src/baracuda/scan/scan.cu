@@ -373,6 +373,78 @@ struct LseBwdOp {
   }
 };
 
+// logcumsumexp, as a linear recurrence (f16/bf16 rows, LseBwdRowsOp):
+// dx_i = sum_{j >= i} dy_j exp(x_i - y_j) = exp(x_i - y_i) S_i with
+// S_i = dy_i + exp(y_i - y_{i+1}) S_{i+1} (forward indices). y never decreases in the
+// forward's direction, so every factor is an exp <= 1 and S never overflows. It is carried as
+// U_i = f_i (dy_i + U_{i+1}), f_i = exp(y_{i-1} - y_i) (S_i = dy_i + U_{i+1}): the linear
+// recurrence (a, b) = (f, f dy) of the cumprod backward, whose combine takes no exp. Each
+// position costs two exps that depend on its inputs alone (f_i and exp(x_i - y_i)), none in
+// the chain of combines (the running-minimum form took one a combine: an element's, and each
+// of the shuffle and block scans'). But the factor of a stretch of positions is then a product
+// of one rounded exp each: its error grows with the stretch (on an H200 over f32 rows of
+// 8192, 4.6e-4 of max(1, |dx|) against the running minimum's 1.7e-5; 4.2e-2 over 2^23),
+// where the running minimum rescales by one exp of two y's. So only 2-byte types take it:
+// their y step in coarse increments, most factors are exactly 1 and the error stays far
+// below the 2^-11 / 2^-8 of the stored result (bf16: 3.9e-3 both ways). IN0 = dy, IN1 = x, IN2 = y, and y at the neighbour
+// (y_{i-1}, the next position in scan order; 1 past the forward start, where f is unused).
+// f is 1 where y_{i-1} = y_i (both infinite included: no inf - inf), NaN where either is NaN
+// (NaN reaches every earlier position, as the sum would); x_i = -inf gives 0. A stored y may
+// step down by an ulp where the forward's approximate log rounds the other way (2-byte
+// types): f > 1 there, which the sum needs (clamped to 1, it cost up to 0.2 of max(1, |dx|)
+// in bf16 over 512 x 16384 on an H200). Past the forward start (y_{-1} = 1, f unused) the
+// exponent is capped at 64 so that f stays finite.
+template <typename A>
+struct LseBwdLinOp {
+  typedef Pair<A> S;
+  static constexpr int kIn = 3;
+  static constexpr bool kNb = true, kAuxIn = false, kAuxOut = false;
+  int mode;
+  __device__ S identity() const { return {A(1), A(0)}; }
+  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a * l.b + r.b}; }
+  __device__ S make_nb(const A* v, A nb, unsigned char, i64) const {
+    const A d = nb - v[2];
+    const A f = nb == v[2] ? A(1) : exp_nonpos(d < A(64) ? d : A(64));
+    return {f, f * v[0]};
+  }
+  __device__ A out_value(S, S exc, const A* v, A, unsigned char) const {
+    const A x = v[1];
+    if (x == -inf<A>()) return A(0);
+    return (x == v[2] ? A(1) : exp_nonpos(x - v[2])) * (v[0] + exc.b);
+  }
+};
+
+// Ops whose make reads the neighbour (make_nb): the logcumsumexp backward's.
+template <class Op>
+constexpr bool kNbMake = false;
+template <typename A>
+constexpr bool kNbMake<LseBwdLinOp<A>> = true;
+
+template <bool B, class X, class Y>
+struct Pick {
+  typedef X type;
+};
+template <class X, class Y>
+struct Pick<false, X, Y> {
+  typedef Y type;
+};
+// The logcumsumexp backward along contiguous rows (rows, look-back rows, segmented tiles, the
+// ring): the linear recurrence in 2-byte types, the running minimum otherwise. Strided axes
+// keep the running minimum in every type: there the neighbour is one more strided load a
+// position (on an H200, bf16 4096 x 8192 along dim 0: 359 -> 601 us with the recurrence).
+template <typename A>
+using LseBwdRowsOp = typename Pick<sizeof(BC_T) == 2, LseBwdLinOp<A>, LseBwdOp<A>>::type;
+
+// An element's state: make, or make_nb with the neighbour nb for kNbMake ops.
+template <class Op, typename A>
+__device__ __forceinline__ typename Op::S make_at(const Op& op, const A* v, A nb,
+                                                  unsigned char f, i64 p) {
+  if constexpr (kNbMake<Op>)
+    return op.make_nb(v, nb, f, p);
+  else
+    return op.make(v, f, p);
+}
+
 // cummax / cummin, second pass: AUX holds the winner flags of the first pass (MaxFlagOp);
 // dx_i = flag_i ? dy_i + V_{i+1} : 0 with V_i = flag_i ? 0 : dy_i + V_{i+1}: a segmented
 // suffix sum as the linear recurrence (a, b) = (!flag, !flag * dy). IN0 = dy.
@@ -710,10 +782,15 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
   if constexpr (Op::kNb) {
     // the next element in scan order; 1 past the end of the axis
     if (vec && P.op[IN2].axis_stride == 1) {
-      A y[K];
-      load_tile<T, A, K, kRev>(P, IN2, base[IN2], qt, q1, pstart, true, y);
+      if constexpr (Op::kIn == 3) {  // y is an input (IN2) already
 #pragma unroll
-      for (int k = 0; k + 1 < K; ++k) nb[k] = y[k + 1];
+        for (int k = 0; k + 1 < K; ++k) nb[k] = v[2][k + 1];
+      } else {
+        A y[K];
+        load_tile<T, A, K, kRev>(P, IN2, base[IN2], qt, q1, pstart, true, y);
+#pragma unroll
+        for (int k = 0; k + 1 < K; ++k) nb[k] = y[k + 1];
+      }
       if (qt + K < P.n) nb[K - 1] = to_acc(in_ptr<T>(P, IN2)[base[IN2] + phys(P, qt + K)]);
     } else {
 #pragma unroll
@@ -763,7 +840,7 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
       A vk[Op::kIn];
 #pragma unroll
       for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-      st[k] = qt + k < q1 ? op.make(vk, fl[k], phys(P, qt + k)) : op.identity();
+      st[k] = qt + k < q1 ? make_at(op, vk, nb[k], fl[k], phys(P, qt + k)) : op.identity();
       if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
     }
     S excl, total;
@@ -1324,7 +1401,14 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
 #pragma unroll
       for (int k = 0; k < R; ++k) {
         src += step;
-        if (k < cnt && q0 + k + 1 < P.n) nb[k] = to_acc(*src);
+        if constexpr (Op::kIn == 3) {  // y is an input (IN2): only the last is read again
+          if (k + 1 < cnt)
+            nb[k] = v[2][k + 1];
+          else if (k + 1 == cnt && q0 + k + 1 < P.n)
+            nb[k] = to_acc(*src);
+        } else if (k < cnt && q0 + k + 1 < P.n) {
+          nb[k] = to_acc(*src);
+        }
       }
     }
     if constexpr (Op::kAuxIn) {
@@ -1388,7 +1472,7 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
         A vk[Op::kIn];
 #pragma unroll
         for (int j = 0; j < Op::kIn; ++j) vk[j] = v[j][k];
-        st[k] = k < cnt ? op.make(vk, fl[k], p0 + dir * k) : op.identity();
+        st[k] = k < cnt ? make_at(op, vk, nb[k], fl[k], p0 + dir * k) : op.identity();
         if (k > 0) st[k] = op.combine(st[k - 1], st[k]);
       }
       // per line across the row lanes of a warp (lanes width apart), then across warps
@@ -1838,16 +1922,16 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_empty(const Op& op) {
     return op.identity();
 }
 
-// w := (head ? the empty word : w) followed by the position of inputs v (flag f) at physical
-// position `phys` of its row
+// w := (head ? the empty word : w) followed by the position of inputs v (neighbour nb, flag
+// f) at physical position `phys` of its row
 template <class Op, typename A>
 __device__ __forceinline__ void seg_push(const Op& op, typename WordOf<Op>::type& w, const A* v,
-                                         unsigned char f, bool head, i64 phys) {
+                                         A nb, unsigned char f, bool head, i64 phys) {
   if constexpr (kRunOp<Op>) {
     if (head) w = op.run0();
     op.push(w, v[0]);
   } else {
-    const typename Op::S m = op.make(v, f, phys);
+    const typename Op::S m = make_at(op, v, nb, f, phys);
     w = head ? m : op.combine(w, m);
   }
 }
@@ -1872,12 +1956,12 @@ __device__ __forceinline__ A seg_value(const Op& op, const typename WordOf<Op>::
     return op.out_value(w, e, v, nb, f);
 }
 
-// One lane's inputs of a tile: Op::kIn operands from IN0 (and IN2 after them for kNb), raw in
+// One lane's inputs of a tile: Op::kIn operands from IN0 (and IN2, y, for kNb), raw in
 // physical order (Raw32); for kNb, lane 31's neighbour of its last position; for kAuxIn, its
 // K flag bytes in physical order.
 template <typename T, typename A, class Op, int K>
 struct SegIn {
-  static constexpr int kLoads = Op::kIn + (Op::kNb ? 1 : 0);
+  static constexpr int kLoads = Op::kNb && Op::kIn < 3 ? 3 : Op::kIn;  // y is IN2
   Raw32 v[kLoads];
   A nb;
   unsigned char fl[Op::kAuxIn ? K : 1];
@@ -1954,6 +2038,13 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
   // the lane's partial since its last row start, and whether it holds one
   W part = seg_empty(op);
   bool head = false;
+  // kNbMake ops' neighbours as they make their states: the next lane's first y (lane 31:
+  // the one read with the tile)
+  [[maybe_unused]] A nb_make = A(1);
+  if constexpr (kNbMake<Op>) {
+    nb_make = __shfl_down_sync(kFull, to_acc(raw_get<T, K, kRev>(in.v[IN2], 0)), 1);
+    if (lane == 31) nb_make = in.nb;
+  }
   {
     int p = r0;
 #pragma unroll
@@ -1961,7 +2052,11 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
       if (kWhole || k < valid) {
         A v[Op::kIn];
         const unsigned char f = seg_at<T, A, Op, K, kRev>(in, k, v);
-        seg_push(op, part, v, f, p == 0, kRev ? nr - 1 - p : p);
+        A nb = A(1);
+        if constexpr (kNbMake<Op>) {
+          if (p + 1 < nr) nb = k + 1 < K ? to_acc(raw_get<T, K, kRev>(in.v[IN2], k + 1)) : nb_make;
+        }
+        seg_push(op, part, v, nb, f, p == 0, kRev ? nr - 1 - p : p);
         head = head || p == 0;
       }
       p = p + 1 == nr ? 0 : p + 1;
@@ -2002,11 +2097,16 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
         // the exclusive word: empty at a row start (the backward's ops read it)
         const W e = p == 0 ? seg_empty(op) : w;
         const int phys = kRev ? nr - 1 - p : p;
-        seg_push(op, w, v, f, p == 0, phys);
         A nb = A(1);
-        if constexpr (Op::kNb) {
-          if (p + 1 < nr) nb = k + 1 < K ? to_acc(raw_get<T, K, kRev>(in.v[IN2], k + 1)) : nb_next;
-        }
+        auto neighbour = [&]() {
+          if constexpr (Op::kNb) {
+            if (p + 1 < nr)
+              nb = k + 1 < K ? to_acc(raw_get<T, K, kRev>(in.v[IN2], k + 1)) : nb_next;
+          }
+        };
+        if constexpr (kNbMake<Op>) neighbour();  // before the state (the others' order kept)
+        seg_push(op, w, v, nb, f, p == 0, phys);
+        if constexpr (!kNbMake<Op>) neighbour();
         const int i = kRev ? K - 1 - k : k;
         const i64 at = kRev ? total - 1 - (qt + k) : qt + k;  // in the run of all rows
         if constexpr (!kFlagOut<Op>) {
@@ -2107,7 +2207,9 @@ __device__ __forceinline__ void scan_seg_dir(const Params& P) {
         for (int j = 0; j < Op::kIn; ++j) v[j] = to_acc(in_ptr<T>(P, j)[at]);
         unsigned char f = 0;
         if constexpr (Op::kAuxIn) f = static_cast<const unsigned char*>(P.op[AUX].ptr)[at];
-        seg_push(op, w, v, f, false, kRev ? n - 1 - (q - row0) : q - row0);
+        A nb = A(1);  // kNbMake: y at the next scan position (q + 1 <= s0: in the row)
+        if constexpr (kNbMake<Op>) nb = to_acc(in_ptr<T>(P, IN2)[kRev ? at - 1 : at + 1]);
+        seg_push(op, w, v, nb, f, false, kRev ? n - 1 - (q - row0) : q - row0);
       }
 #pragma unroll
       for (int d = 1; d < 32; d <<= 1) {
@@ -2940,7 +3042,7 @@ __device__ void scan_cols(const Params& P) {
                   from_acc<T>(op.value(lrun));
           } else {
             const S prev = run;
-            run = op.combine(run, op.make(vk, fl[u], p));
+            run = op.combine(run, make_at(op, vk, nb[u], fl[u], p));
             if (!reduce) {
               if (P.op[OUT].ptr != nullptr)
                 static_cast<T*>(P.op[OUT].ptr)[base[OUT] + p * P.op[OUT].axis_stride] =
@@ -3337,9 +3439,9 @@ __device__ void scan_strip(const Params& P) {
 // carry their (row, chunk) position from item to item, so no thread divides per chunk.
 constexpr int kRingChunk = 16384;
 constexpr int kRingStages = 6;
-// Operands the ring stages for op Op: its inputs, and y for the neighbour (kNb).
+// Operands the ring stages for op Op: its inputs, and y (IN2) for the neighbour (kNb).
 template <class Op>
-constexpr int kRingInputs = Op::kIn + (Op::kNb ? 1 : 0);
+constexpr int kRingInputs = Op::kNb && Op::kIn < 3 ? 3 : Op::kIn;
 // Bytes of each operand a chunk, and chunks in flight: 96 KiB of ring either way (two blocks
 // an SM).
 template <int NIN>
@@ -3458,7 +3560,38 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   unsigned char* sdst = sr < rows ? out + row_at(sr, OUT) : out;
   int sslot = 0, half = 0;
   S row_carry = op.identity();
+  // Op::kNb: y at the positions after a vector's in scan order (nb), from the stage (y is
+  // IN2, stage 2) but for the chunk's last position, whose neighbour is the next chunk's
+  // first: kNbMake ops read it at the top of the chunk (far; the thread that holds the
+  // chunk's last vector, the block's last: vs == NV - 1 in either layout), the others as they
+  // store.
+  auto neighbours = [&](const unsigned char* slot, int vs, const T (&ey)[L], A far,
+                        A (&nb)[L]) {
+#pragma unroll
+    for (int i = 0; i < L; ++i) nb[i] = A(1);
+#pragma unroll
+    for (int i = 0; i + 1 < L; ++i) nb[i] = to_acc(ey[kRev ? L - 2 - i : i + 1]);
+    const i64 q = sc * (CH / (i64)sizeof(T)) + (i64)(vs + 1) * L;  // the next position
+    if (q < P.n) {
+      if (vs + 1 < NV) {  // in this chunk: the first element of the next vector
+        const int pv = kRev ? NV - 2 - vs : vs + 1;
+        const T* next = reinterpret_cast<const T*>(slot + 2 * CH + pv * 16);
+        nb[L - 1] = to_acc(next[kRev ? L - 1 : 0]);
+      } else if constexpr (kNbMake<Op>) {
+        nb[L - 1] = far;
+      } else {            // the first of the next chunk
+        nb[L - 1] = to_acc(in_ptr<T>(P, IN2)[sr * P.op[IN2].outer.v[0] +
+                                              (kRev ? P.n - 1 - q : q)]);
+      }
+    }
+  };
   while (sr < rows) {  // uniform over the block
+    [[maybe_unused]] A far = A(1);
+    if constexpr (kNbMake<Op>) {
+      const i64 q = (sc + 1) * (CH / (i64)sizeof(T));  // the next chunk's first position
+      if (t == kBlock - 1 && q < P.n)
+        far = to_acc(in_ptr<T>(P, IN2)[sr * P.op[IN2].outer.v[0] + (kRev ? P.n - 1 - q : q)]);
+    }
     cp_async_wait<STAGES - 2>();
     // this chunk is in shared memory for every thread, and every thread is done with the
     // slot that the next copy refills (read in the previous iteration)
@@ -3486,12 +3619,14 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
           const int4 raw = vec_at(k, vs);
           memcpy(e[k], &raw, 16);
         }
+        [[maybe_unused]] A nb[L];
+        if constexpr (kNbMake<Op>) neighbours(slot, vs, e[2], far, nb);
 #pragma unroll
         for (int i = 0; i < L; ++i) {
           A a[Op::kIn];
 #pragma unroll
           for (int k = 0; k < Op::kIn; ++k) a[k] = to_acc(e[k][kRev ? L - 1 - i : i]);
-          const S m = op.make(a, 0, 0);
+          const S m = make_at(op, a, kNbMake<Op> ? nb[i] : A(1), 0, 0);
           if constexpr (kLaneRun)  // on from the lane's previous vector
             st[j][i] = i ? op.combine(st[j][i - 1], m) : j ? op.combine(st[j - 1][L - 1], m) : m;
           else
@@ -3547,22 +3682,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
         A nb[L];  // kNb: y at the next position in scan order, 1 past the end of the row
 #pragma unroll
         for (int i = 0; i < L; ++i) nb[i] = A(1);
-        if constexpr (Op::kNb) {
-          constexpr int Y = Op::kIn;  // y's stage
-#pragma unroll
-          for (int i = 0; i + 1 < L; ++i) nb[i] = to_acc(e[Y][kRev ? L - 2 - i : i + 1]);
-          const i64 q = sc * (CH / (i64)sizeof(T)) + (i64)(vs + 1) * L;  // the next position
-          if (q < P.n) {
-            if (vs + 1 < NV) {  // in this chunk: the first element of the next vector
-              const int pv = kRev ? NV - 2 - vs : vs + 1;
-              const T* next = reinterpret_cast<const T*>(slot + Y * CH + pv * 16);
-              nb[L - 1] = to_acc(next[kRev ? L - 1 : 0]);
-            } else {            // the first of the next chunk
-              nb[L - 1] = to_acc(in_ptr<T>(P, IN2)[sr * P.op[IN2].outer.v[0] +
-                                                    (kRev ? P.n - 1 - q : q)]);
-            }
-          }
-        }
+        if constexpr (Op::kNb) neighbours(slot, vs, e[2], far, nb);
         if constexpr (kLaneRun) {
           if (j == 0) {
             lane_pre = op.combine(pre, ex[0]);  // before the lane's first position
@@ -4035,10 +4155,12 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_LB_KERNEL(op, MINB) \
   extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(op)
 
-// MINB: look-back kernels; RMINB: rows1 / rows8. The three-pass chunk kernels (rows1, rows8,
+// MINB: look-back kernels; RMINB: rows1 / rows8; OP the op of contiguous axes (rows1, rows8,
+// lbrows and the chunk states), SOP that of strided ones (cols, lbcols; their chunk states
+// are cstates1 / cstates8 where SOP is not OP). The three-pass chunk kernels (rows1, rows8,
 // cols, states1, states8) wait for the previous kernel and let the next one launch (they run
 // as dependent launches on sm_90, launch_scan).
-#define BC_SCAN_ENTRIES(name, OP, MINB, RMINB)                                                            \
+#define BC_SCAN_ENTRIES2(name, OP, SOP, MINB, RMINB)                                                        \
   BC_LB_KERNEL(scan_##name##_rows1, RMINB)(bc::scan::Params p) {                             \
     bc::pdl_wait();                                                                     \
     bc::pdl_launch_dependents();                                                        \
@@ -4052,7 +4174,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   BC_KERNEL(scan_##name##_cols, 256)(bc::scan::Params p) {                                   \
     bc::pdl_wait();                                                                     \
     bc::pdl_launch_dependents();                                                        \
-    bc::scan::scan_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                              \
+    bc::scan::scan_cols<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>>(p);                              \
   }                                                                                          \
   BC_KERNEL(scan_##name##_states1, 256)(bc::scan::Params p) {                                \
     bc::pdl_wait();                                                                     \
@@ -4070,8 +4192,22 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   }                                                                                          \
   BC_LB_KERNEL(scan_##name##_lbcols, MINB)(bc::scan::Params p) {                                 \
     bc::pdl_wait();                                                                          \
-    bc::scan::scan_lb_cols<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
+    bc::scan::scan_lb_cols<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>>(p);                           \
   }
+
+// The chunk states of strided axes (cols) where the op there (SOP) is not the rows' (OP).
+#define BC_SCAN_COLS_STATES_ENTRIES(name, SOP)                                                \
+  BC_KERNEL(scan_##name##_cstates1, 256)(bc::scan::Params p) {                               \
+    bc::pdl_wait();                                                                          \
+    bc::pdl_launch_dependents();                                                             \
+    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>, 1>(p);                        \
+  }                                                                                          \
+  BC_KERNEL(scan_##name##_cstates8, 256)(bc::scan::Params p) {                               \
+    bc::pdl_wait();                                                                          \
+    bc::pdl_launch_dependents();                                                             \
+    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>, 8>(p);                        \
+  }
+#define BC_SCAN_ENTRIES(name, OP, MINB, RMINB) BC_SCAN_ENTRIES2(name, OP, OP, MINB, RMINB)
 
 // One entry scan_<name>_<kind> of THREADS threads, at least MINB blocks an SM, running
 // bc::scan::FN for op OP (no dependent-launch wait: these kernels are plain launches).
@@ -4210,9 +4346,10 @@ BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
 BC_SCAN_RING_ENTRY(prod_bwd, ProdBwdOp)
 #elif defined(BC_SCAN_GROUP_LSE_BWD)
-BC_SCAN_ENTRIES(lse_bwd, LseBwdOp, 2, 4)
-BC_SCAN_SEG_WIDE_ENTRY(lse_bwd, LseBwdOp, 2)
-BC_SCAN_RING_ENTRY(lse_bwd, LseBwdOp)
+BC_SCAN_ENTRIES2(lse_bwd, LseBwdRowsOp, LseBwdOp, 2, 4)
+BC_SCAN_COLS_STATES_ENTRIES(lse_bwd, LseBwdOp)
+BC_SCAN_SEG_WIDE_ENTRY(lse_bwd, LseBwdRowsOp, 2)
+BC_SCAN_RING_ENTRY(lse_bwd, LseBwdRowsOp)
 #elif defined(BC_SCAN_GROUP_MAX_BWD)  // the cummax/cummin backward: winner flags, segmented sums
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
 BC_SCAN_ENTRIES(maxflag, MaxFlagOp, 4, 4)
