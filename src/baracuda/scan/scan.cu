@@ -375,25 +375,26 @@ struct LseBwdOp {
 
 // logcumsumexp, as a linear recurrence (f16/bf16 rows, LseBwdRowsOp):
 // dx_i = sum_{j >= i} dy_j exp(x_i - y_j) = exp(x_i - y_i) S_i with
-// S_i = dy_i + exp(y_i - y_{i+1}) S_{i+1} (forward indices). y never decreases in the
-// forward's direction, so every factor is an exp <= 1 and S never overflows. It is carried as
-// U_i = f_i (dy_i + U_{i+1}), f_i = exp(y_{i-1} - y_i) (S_i = dy_i + U_{i+1}): the linear
-// recurrence (a, b) = (f, f dy) of the cumprod backward, whose combine takes no exp. Each
-// position costs two exps that depend on its inputs alone (f_i and exp(x_i - y_i)), none in
-// the chain of combines (the running-minimum form took one a combine: an element's, and each
-// of the shuffle and block scans'). But the factor of a stretch of positions is then a product
-// of one rounded exp each: its error grows with the stretch (on an H200 over f32 rows of
-// 8192, 4.6e-4 of max(1, |dx|) against the running minimum's 1.7e-5; 4.2e-2 over 2^23),
-// where the running minimum rescales by one exp of two y's. So only 2-byte types take it:
-// their y step in coarse increments, most factors are exactly 1 and the error stays far
-// below the 2^-11 / 2^-8 of the stored result (bf16: 3.9e-3 both ways). IN0 = dy, IN1 = x, IN2 = y, and y at the neighbour
-// (y_{i-1}, the next position in scan order; 1 past the forward start, where f is unused).
-// f is 1 where y_{i-1} = y_i (both infinite included: no inf - inf), NaN where either is NaN
-// (NaN reaches every earlier position, as the sum would); x_i = -inf gives 0. A stored y may
-// step down by an ulp where the forward's approximate log rounds the other way (2-byte
-// types): f > 1 there, which the sum needs (clamped to 1, it cost up to 0.2 of max(1, |dx|)
-// in bf16 over 512 x 16384 on an H200). Past the forward start (y_{-1} = 1, f unused) the
-// exponent is capped at 64 so that f stays finite.
+// S_i = dy_i + exp(y_i - y_{i+1}) S_{i+1} (forward indices; it holds for any y). It is carried
+// as U_i = f_i (dy_i + U_{i+1}), f_i = exp(y_{i-1} - y_i), so that S_i = dy_i + U_{i+1}: the
+// linear recurrence (a, b) = (f, f dy) of the cumprod backward, whose combine takes no exp.
+// Each position costs two exps that depend on its inputs alone (f_i and exp(x_i - y_i)), none
+// in the chain of combines (the running minimum takes one a combine: an element's, and each
+// of the shuffle and block scans'). IN0 = dy, IN1 = x, IN2 = y, and y at the neighbour
+// (y_{i-1}: the next position in scan order; 1 past the forward start, where f is unused).
+// - Precision: the factor of a stretch of positions is a product of one rounded exp each, so
+//   its error grows with the stretch (on an H200 over f32 rows of 8192, 3.4e-4 of
+//   max(1, |dx|) against the running minimum's 1.7e-5; 1.9e-2 over 2^23), where the running
+//   minimum rescales by one exp of two y's. So only 2-byte types take it: their y step in
+//   coarse increments, most factors are exactly 1, and the error stays at the rounding of the
+//   stored result (2^-11 / 2^-8; bf16 3.9e-3, f16 4.9e-4 either way).
+// - y of a forward never decreases, so f <= 1 and S cannot overflow; but a stored y may step
+//   down by an ulp where the forward's approximate log rounds the other way (2-byte types),
+//   and f > 1 there is what the sum needs (clamped to 1 it cost up to 0.2 of max(1, |dx|) in
+//   bf16 over 512 x 16384). The exponent is capped at 64 so that f past the forward start
+//   stays finite.
+// - f is 1 where y_{i-1} = y_i (both infinite included: no inf - inf), NaN where either is NaN
+//   (NaN reaches every earlier position, as the sum would); x_i = -inf gives 0.
 template <typename A>
 struct LseBwdLinOp {
   typedef Pair<A> S;
