@@ -2039,13 +2039,14 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
   // the lane's partial since its last row start, and whether it holds one
   W part = seg_empty(op);
   bool head = false;
-  // kNbMake ops' neighbours as they make their states: the next lane's first y (lane 31:
-  // the one read with the tile)
-  [[maybe_unused]] A nb_make = A(1);
-  if constexpr (kNbMake<Op>) {
-    nb_make = __shfl_down_sync(kFull, to_acc(raw_get<T, K, kRev>(in.v[IN2], 0)), 1);
-    if (lane == 31) nb_make = in.nb;
-  }
+  // kNb: the next lane's first y (lane 31: the one read with the tile); kNbMake ops take it
+  // as they make their states, the others as they store
+  [[maybe_unused]] A nb_next = A(1);
+  auto next_lane_y = [&]() {
+    nb_next = __shfl_down_sync(kFull, to_acc(raw_get<T, K, kRev>(in.v[IN2], 0)), 1);
+    if (lane == 31) nb_next = in.nb;
+  };
+  if constexpr (kNbMake<Op>) next_lane_y();
   {
     int p = r0;
 #pragma unroll
@@ -2055,7 +2056,7 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
         const unsigned char f = seg_at<T, A, Op, K, kRev>(in, k, v);
         A nb = A(1);
         if constexpr (kNbMake<Op>) {
-          if (p + 1 < nr) nb = k + 1 < K ? to_acc(raw_get<T, K, kRev>(in.v[IN2], k + 1)) : nb_make;
+          if (p + 1 < nr) nb = k + 1 < K ? to_acc(raw_get<T, K, kRev>(in.v[IN2], k + 1)) : nb_next;
         }
         seg_push(op, part, v, nb, f, p == 0, kRev ? nr - 1 - p : p);
         head = head || p == 0;
@@ -2074,12 +2075,7 @@ __device__ __forceinline__ typename WordOf<Op>::type seg_tile(
   }
   W w = shfl_up(part, 1);  // the inclusive word before this lane's first position
   if (lane == 0) w = carry;
-  // cumprod's backward: the next lane's first y (lane 31: the one read with the tile)
-  [[maybe_unused]] A nb_next = A(1);
-  if constexpr (Op::kNb) {
-    nb_next = __shfl_down_sync(kFull, to_acc(raw_get<T, K, kRev>(in.v[IN2], 0)), 1);
-    if (lane == 31) nb_next = in.nb;
-  }
+  if constexpr (Op::kNb && !kNbMake<Op>) next_lane_y();  // the cumprod backward's
   if (kWhole || valid > 0) {
     // the outputs packed in place (whole vectors) or stored one by one (the run's end)
     Vec16<T> out[V];
