@@ -4157,6 +4157,18 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 // are cstates1 / cstates8 where SOP is not OP). The three-pass chunk kernels (rows1, rows8,
 // cols, states1, states8) wait for the previous kernel and let the next one launch (they run
 // as dependent launches on sm_90, launch_scan).
+// The two entries of the chunk states of op OP (a thread, or a warp, per line).
+#define BC_SCAN_STATES_ENTRIES(E1, E8, OP)                           \
+  BC_KERNEL(E1, 256)(bc::scan::Params p) {                           \
+    bc::pdl_wait();                                                  \
+    bc::pdl_launch_dependents();                                     \
+    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p); \
+  }                                                                  \
+  BC_KERNEL(E8, 256)(bc::scan::Params p) {                           \
+    bc::pdl_wait();                                                  \
+    bc::pdl_launch_dependents();                                     \
+    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p); \
+  }
 #define BC_SCAN_ENTRIES2(name, OP, SOP, MINB, RMINB)                                                        \
   BC_LB_KERNEL(scan_##name##_rows1, RMINB)(bc::scan::Params p) {                             \
     bc::pdl_wait();                                                                     \
@@ -4173,16 +4185,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     bc::pdl_launch_dependents();                                                        \
     bc::scan::scan_cols<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>>(p);                              \
   }                                                                                          \
-  BC_KERNEL(scan_##name##_states1, 256)(bc::scan::Params p) {                                \
-    bc::pdl_wait();                                                                     \
-    bc::pdl_launch_dependents();                                                        \
-    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 1>(p);                         \
-  }                                                                                          \
-  BC_KERNEL(scan_##name##_states8, 256)(bc::scan::Params p) {                                \
-    bc::pdl_wait();                                                                     \
-    bc::pdl_launch_dependents();                                                        \
-    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, 8>(p);                         \
-  }                                                                                          \
+  BC_SCAN_STATES_ENTRIES(scan_##name##_states1, scan_##name##_states8, OP)                    \
   BC_LB_KERNEL(scan_##name##_lbrows, MINB)(bc::scan::Params p) {                                 \
     bc::pdl_wait();                                                                          \
     bc::scan::scan_lb_rows<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                           \
@@ -4193,17 +4196,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   }
 
 // The chunk states of strided axes (cols) where the op there (SOP) is not the rows' (OP).
-#define BC_SCAN_COLS_STATES_ENTRIES(name, SOP)                                                \
-  BC_KERNEL(scan_##name##_cstates1, 256)(bc::scan::Params p) {                               \
-    bc::pdl_wait();                                                                          \
-    bc::pdl_launch_dependents();                                                             \
-    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>, 1>(p);                        \
-  }                                                                                          \
-  BC_KERNEL(scan_##name##_cstates8, 256)(bc::scan::Params p) {                               \
-    bc::pdl_wait();                                                                          \
-    bc::pdl_launch_dependents();                                                             \
-    bc::scan::scan_states<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>, 8>(p);                        \
-  }
+#define BC_SCAN_COLS_STATES_ENTRIES(name, SOP) \
+  BC_SCAN_STATES_ENTRIES(scan_##name##_cstates1, scan_##name##_cstates8, SOP)
 #define BC_SCAN_ENTRIES(name, OP, MINB, RMINB) BC_SCAN_ENTRIES2(name, OP, OP, MINB, RMINB)
 
 // One entry scan_<name>_<kind> of THREADS threads, at least MINB blocks an SM, running
