@@ -99,6 +99,43 @@ def test_tie_break_first(kind: ScanKind, reverse: bool) -> None:
     np.testing.assert_array_equal(dx, want_dx)
 
 
+def _extremum_by_loop(x: np.ndarray, is_min: bool, last: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' monoid, one position at a time along the last axis: a NaN wins, then the
+    comparison of the tie break; the first position is its own winner."""
+    v, idx = x.copy(), np.zeros(x.shape, dtype=np.int64)
+    for r in np.ndindex(x.shape[:-1]):
+        cur, at = x[r][0], 0
+        for i in range(1, x.shape[-1]):
+            t = x[r][i]
+            cmp = (t <= cur if last else t < cur) if is_min else (t >= cur if last else t > cur)
+            if np.isnan(t) or (not np.isnan(cur) and cmp):
+                cur, at = t, i
+            v[r][i], idx[r][i] = cur, at
+    return v, idx
+
+
+@pytest.mark.parametrize("n", [1, 2, 17, 64, 65, 300])
+def test_extremum_matches_the_monoid_one_position_at_a_time(n: int) -> None:
+    """cummax/cummin's values (signed zeros included) and indices against the monoid applied
+    position by position, over ties, NaN, infinities and signed zeros, both tie breaks and
+    directions (the reference takes two scans: the extremum, then the latest win)."""
+    rng = np.random.default_rng(n)
+    specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
+    for x in (specials[rng.integers(0, len(specials), (3, n))],
+              rng.integers(-2, 3, (3, n)).astype(np.float64)):  # fmt: skip
+        for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
+            for tie in TieBreak:
+                for reverse in (False, True):
+                    v, idx = R.scan(kind, x, -1, reverse, tie)
+                    xs = x[:, ::-1] if reverse else x
+                    wv, wi = _extremum_by_loop(xs, kind is ScanKind.CUMMIN, tie is TieBreak.LAST)
+                    if reverse:
+                        wv, wi = wv[:, ::-1], (n - 1 - wi)[:, ::-1]
+                    np.testing.assert_array_equal(np.asarray(idx), wi)
+                    np.testing.assert_array_equal(np.asarray(v), wv)
+                    assert np.array_equal(np.signbit(np.asarray(v)), np.signbit(wv))
+
+
 def test_cumprod_all_zeros_and_single_zero() -> None:
     for x in ([0.0, 0.0, 0.0], [2.0, 0.0, 3.0], [0.0, 2.0, 3.0], [2.0, 3.0, 0.0]):
         xt = torch.tensor([x], dtype=torch.float64, requires_grad=True)

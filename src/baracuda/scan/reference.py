@@ -135,19 +135,25 @@ def _wins(xp: Any, r: Any, l: Any, is_min: bool, last: bool) -> Any:  # noqa: E7
 
 
 def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tuple[Any, Any]:
-    """Running (value, physical index) along the last axis of ``xa`` (already flipped)."""
+    """Running (value, physical index) along the last axis of ``xa`` (already flipped). The
+    running extremum by a scan of ``maximum`` / ``minimum`` (NaN sticks, as in the kernels),
+    then each position's win against the extremum before it (the kernels' rule, ``_wins``:
+    NaN wins, then the tie break's comparison; the first position always), the latest win's
+    scan position by a scan of ``maximum``, and the values taken there (the winner's own,
+    signed zeros included). Two scans of one array with a one-operation combine instead of
+    one scan of (value, index) pairs with a six-operation one."""
     n = xa.shape[-1]
-    pos = xp.arange(n, dtype=xp.int64)
-    if reverse:
-        pos = n - 1 - pos
-    idx = xp.broadcast_to(pos, xa.shape)
-
-    def combine(e: State, t: State) -> State:
-        w = _wins(xp, t[0], e[0], is_min, last)
-        return xp.where(w, t[0], e[0]), xp.where(w, t[1], e[1])
-
-    v, i = _assoc_scan(xp, (xa, idx), combine)
-    return v, i
+    pick = xp.minimum if is_min else xp.maximum
+    (run,) = _assoc_scan(xp, (xa,), lambda e, t: (pick(e[0], t[0]),))
+    first = xp.ones((*xa.shape[:-1], 1), dtype=xp.bool)
+    won = xp.concat((first, _wins(xp, xa[..., 1:], run[..., :-1], is_min, last)), axis=-1)
+    # scan positions in int32 where they fit (half the bytes of the scan)
+    q = xp.broadcast_to(xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64), xa.shape)
+    (at,) = _assoc_scan(xp, (xp.where(won, q, xp.zeros_like(q)),),
+                        lambda e, t: (xp.maximum(e[0], t[0]),))  # fmt: skip
+    at = xp.astype(at, xp.int64)
+    v = xp.take_along_axis(xa, at, axis=-1)
+    return v, (n - 1 - at) if reverse else at
 
 
 def _linrec(xp: Any, a: Any, b: Any) -> Any:
