@@ -114,11 +114,30 @@ def _extremum_by_loop(x: np.ndarray, is_min: bool, last: bool) -> tuple[np.ndarr
     return v, idx
 
 
+class _NoTakeAlongAxis:
+    """An array namespace before the 2024.12 standard: no ``take_along_axis``."""
+
+    def __init__(self, xp: Any) -> None:
+        self._xp = xp
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "take_along_axis":
+            raise AttributeError(name)
+        return getattr(self._xp, name)
+
+
+@pytest.mark.parametrize("take", [True, False], ids=["take_along_axis", "without"])
 @pytest.mark.parametrize("n", [1, 2, 17, 64, 65, 300])
-def test_extremum_matches_the_monoid_one_position_at_a_time(n: int) -> None:
+def test_extremum_matches_the_monoid_one_position_at_a_time(
+    n: int, take: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """cummax/cummin's values (signed zeros included) and indices against the monoid applied
     position by position, over ties, NaN, infinities and signed zeros, both tie breaks and
-    directions (the reference takes two scans: the extremum, then the latest win)."""
+    directions, with a namespace that has ``take_along_axis`` and one that has not (the
+    reference takes two scans: the extremum, then the latest win)."""
+    if not take:
+        real = R.namespace
+        monkeypatch.setattr(R, "namespace", lambda *a: _NoTakeAlongAxis(real(*a)))
     rng = np.random.default_rng(n)
     specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
     for x in (specials[rng.integers(0, len(specials), (3, n))],

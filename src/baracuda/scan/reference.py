@@ -135,16 +135,26 @@ def _wins(xp: Any, r: Any, l: Any, is_min: bool, last: bool) -> Any:  # noqa: E7
 
 
 def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tuple[Any, Any]:
-    """Running (value, physical index) along the last axis of ``xa`` (already flipped). The
-    running extremum by a scan of ``maximum`` / ``minimum`` (NaN sticks, as in the kernels),
-    then each position's win against the extremum before it (the kernels' rule, ``_wins``:
-    NaN wins, then the tie break's comparison; the first position always), the latest win's
-    scan position by a scan of ``maximum``, and the values taken there (the winner's own,
-    signed zeros included). Two scans of one array with a one-operation combine instead of
-    one scan of (value, index) pairs with a six-operation one."""
+    """Running (value, physical index) along the last axis of ``xa`` (already flipped), in two
+    scans of one array each instead of one of (value, index) pairs:
+    - the running extremum, by ``maximum`` / ``minimum`` (NaN sticks, as in the kernels), or
+      where the namespace has no ``take_along_axis`` (before the 2024.12 standard) by the
+      kernels' monoid on the values alone (a later value wins by ``_wins``);
+    - each position's win against the extremum before it (``_wins``: NaN, then the tie
+      break's comparison; the first position always wins), and the latest win's scan
+      position, by a scan of ``maximum``;
+    - the values taken at those positions: the winner's own, signed zeros included (the
+      monoid's values already are)."""
     n = xa.shape[-1]
-    pick = xp.minimum if is_min else xp.maximum
-    (run,) = _assoc_scan(xp, (xa,), lambda e, t: (pick(e[0], t[0]),))
+    take = getattr(xp, "take_along_axis", None)
+    if take is not None:
+        pick = xp.minimum if is_min else xp.maximum
+        (run,) = _assoc_scan(xp, (xa,), lambda e, t: (pick(e[0], t[0]),))
+    else:
+        (run,) = _assoc_scan(
+            xp, (xa,),
+            lambda e, t: (xp.where(_wins(xp, t[0], e[0], is_min, last), t[0], e[0]),),
+        )  # fmt: skip
     first = xp.ones((*xa.shape[:-1], 1), dtype=xp.bool)
     won = xp.concat((first, _wins(xp, xa[..., 1:], run[..., :-1], is_min, last)), axis=-1)
     # scan positions in int32 where they fit (half the bytes of the scan)
@@ -152,7 +162,7 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
     (at,) = _assoc_scan(xp, (xp.where(won, q, xp.zeros_like(q)),),
                         lambda e, t: (xp.maximum(e[0], t[0]),))  # fmt: skip
     at = xp.astype(at, xp.int64)
-    v = xp.take_along_axis(xa, at, axis=-1)
+    v = take(xa, at, axis=-1) if take is not None else run
     return v, (n - 1 - at) if reverse else at
 
 
