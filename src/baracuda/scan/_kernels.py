@@ -376,10 +376,11 @@ RING_MIN_BALANCE = 0.9
 # each a chunk, RING_BACKWARD_STAGES chunks in flight: the same 96 KiB), where every operand
 # allows 16-byte vectors. On an H200 (docs/benchmarks.md, round 30) the cumprod backward took
 # 75.1 vs 129.8 us in bf16 and 135.1 vs 137.4 us in f32 over 4096 x 8192, 26.0 vs 65.5 and
-# 42.3 vs 69.5 us over 512 x 16384; the logcumsumexp backward in bf16 151.4 vs 151.1 over
-# 4096 x 8192, 44.5 vs 58.9 over 1024 x 8192 and 45.0 vs 89.9 over 512 x 16384, but in f32
-# 300.0 vs 199.3 over 4096 x 8192 (its combine takes up to two accurate exps there, and the
-# ring's lanes combine more states an element than a warp row's). Read at each launch.
+# 42.3 vs 69.5 us over 512 x 16384. The logcumsumexp backward runs there as a linear recurrence
+# in 2-byte types since round 31 (bf16 4096 x 8192: 100.0 us, against 147.7 for the running
+# minimum through the ring or warp rows); in f32 the running minimum took 300.0 us through
+# the ring against 199.3 on warp rows (its combine takes up to two accurate exps), and the
+# recurrence is not accurate enough there (scan.cu, LseBwdLinOp). Read at each launch.
 RING_BACKWARD_ITEMSIZES = (2, 4)
 RING_LSE_BACKWARD_ITEMSIZES = (2,)
 RING_BACKWARD_OPS = ("prod_bwd", "lse_bwd")

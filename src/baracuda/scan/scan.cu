@@ -309,27 +309,36 @@ struct WordOf<Op, true> {
 // ---------------------------------------------------------------- backward ops
 // All scan in the direction opposite to the forward's.
 
+// The state and combine of a linear recurrence h = a h_prev + b, as (a, b): the cumprod
+// backward's, the cummax backward's segmented sums and the logcumsumexp backward's in 2-byte
+// rows derive from it.
+template <typename A>
+struct LinRec {
+  typedef Pair<A> S;
+  int mode;
+  __device__ S identity() const { return {A(1), A(0)}; }
+  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a * l.b + r.b}; }
+};
+
 // cumprod: dx_i = y_{i-1} * (dy_i + Q_{i+1}),  Q_i = x_i (dy_i + Q_{i+1})  (forward indices)
 // Q is the linear recurrence (a, b) = (x, x dy): exact with zeros, no division.
 // IN0 = dy, IN1 = x, IN2 = y read at the neighbour (the forward-previous element; 1 at the
 // start of the forward scan).
 template <typename A>
-struct ProdBwdOp {
+struct ProdBwdOp : LinRec<A> {
   typedef Pair<A> S;
   static constexpr int kIn = 2;
   static constexpr bool kNb = true, kAuxIn = false, kAuxOut = false;
-  int mode;
-  __device__ S identity() const { return {A(1), A(0)}; }
-  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a * l.b + r.b}; }
   __device__ S make(const A* v, unsigned char, i64) const { return {v[1], v[1] * v[0]}; }
   __device__ A out_value(S, S exc, const A* v, A nb, unsigned char) const {
     return nb * (v[0] + exc.b);
   }
 };
 
-// exp of an argument <= 0 for the logcumsumexp backward: the hardware exp (__expf: relative
-// error about 2^-21 + |x| 2^-24, no overflow for x <= 0) when values are stored in 2 bytes
-// (f16, bf16: 2^-11 / 2^-8 per stored value), the accurate one otherwise (f32, f64).
+// exp for the logcumsumexp backward, of arguments <= 0 (but a recurrence factor's where y
+// steps down, <= 64): the hardware exp (__expf: relative error about 2^-21 + |x| 2^-24) when
+// values are stored in 2 bytes (f16, bf16: 2^-11 / 2^-8 per stored value), the accurate one
+// otherwise (f32, f64).
 template <typename A>
 __device__ __forceinline__ A exp_nonpos(A x) {
   if constexpr (sizeof(BC_T) == 2)
@@ -396,13 +405,10 @@ struct LseBwdOp {
 // - f is 1 where y_{i-1} = y_i (both infinite included: no inf - inf), NaN where either is NaN
 //   (NaN reaches every earlier position, as the sum would); x_i = -inf gives 0.
 template <typename A>
-struct LseBwdLinOp {
+struct LseBwdLinOp : LinRec<A> {
   typedef Pair<A> S;
   static constexpr int kIn = 3;
   static constexpr bool kNb = true, kAuxIn = false, kAuxOut = false;
-  int mode;
-  __device__ S identity() const { return {A(1), A(0)}; }
-  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a * l.b + r.b}; }
   __device__ S make_nb(const A* v, A nb, unsigned char, i64) const {
     const A d = nb - v[2];
     const A f = nb == v[2] ? A(1) : exp_nonpos(d < A(64) ? d : A(64));
@@ -414,6 +420,11 @@ struct LseBwdLinOp {
     return (x == v[2] ? A(1) : exp_nonpos(x - v[2])) * (v[0] + exc.b);
   }
 };
+
+// The inputs an op reads at each position: its Op::kIn from IN0, and for kNb y at IN2 (an
+// input of its own where kIn is 3; loaded, staged or read for the neighbour where it is 2).
+template <class Op>
+constexpr int kInputsY = Op::kNb && Op::kIn < 3 ? 3 : Op::kIn;
 
 // Ops whose make reads the neighbour (make_nb): the logcumsumexp backward's.
 template <class Op>
@@ -450,13 +461,10 @@ __device__ __forceinline__ typename Op::S make_at(const Op& op, const A* v, A nb
 // dx_i = flag_i ? dy_i + V_{i+1} : 0 with V_i = flag_i ? 0 : dy_i + V_{i+1}: a segmented
 // suffix sum as the linear recurrence (a, b) = (!flag, !flag * dy). IN0 = dy.
 template <typename A>
-struct SegBwdOp {
+struct SegBwdOp : LinRec<A> {
   typedef Pair<A> S;
   static constexpr int kIn = 1;
   static constexpr bool kNb = false, kAuxIn = true, kAuxOut = false;
-  int mode;
-  __device__ S identity() const { return {A(1), A(0)}; }
-  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a * l.b + r.b}; }
   __device__ S make(const A* v, unsigned char f, i64) const {
     return f ? S{A(0), A(0)} : S{A(1), v[0]};
   }
@@ -1402,14 +1410,7 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
 #pragma unroll
       for (int k = 0; k < R; ++k) {
         src += step;
-        if constexpr (Op::kIn == 3) {  // y is an input (IN2): only the last is read again
-          if (k + 1 < cnt)
-            nb[k] = v[2][k + 1];
-          else if (k + 1 == cnt && q0 + k + 1 < P.n)
-            nb[k] = to_acc(*src);
-        } else if (k < cnt && q0 + k + 1 < P.n) {
-          nb[k] = to_acc(*src);
-        }
+        if (k < cnt && q0 + k + 1 < P.n) nb[k] = to_acc(*src);
       }
     }
     if constexpr (Op::kAuxIn) {
@@ -1962,7 +1963,7 @@ __device__ __forceinline__ A seg_value(const Op& op, const typename WordOf<Op>::
 // K flag bytes in physical order.
 template <typename T, typename A, class Op, int K>
 struct SegIn {
-  static constexpr int kLoads = Op::kNb && Op::kIn < 3 ? 3 : Op::kIn;  // y is IN2
+  static constexpr int kLoads = kInputsY<Op>;
   Raw32 v[kLoads];
   A nb;
   unsigned char fl[Op::kAuxIn ? K : 1];
@@ -3436,9 +3437,6 @@ __device__ void scan_strip(const Params& P) {
 // carry their (row, chunk) position from item to item, so no thread divides per chunk.
 constexpr int kRingChunk = 16384;
 constexpr int kRingStages = 6;
-// Operands the ring stages for op Op: its inputs, and y (IN2) for the neighbour (kNb).
-template <class Op>
-constexpr int kRingInputs = Op::kNb && Op::kIn < 3 ? 3 : Op::kIn;
 // Bytes of each operand a chunk, and chunks in flight: 96 KiB of ring either way (two blocks
 // an SM).
 template <int NIN>
@@ -3446,9 +3444,11 @@ constexpr int kRingChunkOf = NIN == 1 ? kRingChunk : 8192;
 template <int NIN>
 constexpr int kRingStagesOf = NIN == 1 ? kRingStages : 4;
 // Ops whose lanes scan their J vectors in a row (one shuffle scan a chunk instead of J): those
-// whose combine is dear (logcumsumexp's backward: an exp or two; on an H200 over bf16
-// 4096 x 4096, 88.7 -> 79.5 us), not the cumprod backward's (its stores, a lane's vectors
-// apart, cost more than the shuffles there: bf16 4096 x 8192 75.1 -> 81.4 us).
+// whose combine is dear, the logcumsumexp backward's running minimum (an exp or two; on an
+// H200, f32 4096 x 8192 352.0 -> 300.0 us), which takes the ring in f32 / f64 only where
+// RING_LSE_BACKWARD_ITEMSIZES lists them (not by default: its warp rows took 199 us). Not the
+// linear recurrences (cumprod's backward: its stores, a lane's vectors apart, cost more than
+// the shuffles save: bf16 4096 x 8192 75.1 -> 81.4 us).
 template <class Op>
 constexpr bool kRingLaneRun = false;
 template <typename A>
@@ -3478,7 +3478,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   typedef typename Op::S S;
   static_assert(!Op::kAuxIn && !Op::kAuxOut, "the ring takes ops without aux operands");
   static_assert(!kRunOp<Op>, "the ring scans states");
-  constexpr int NIN = kRingInputs<Op>;     // staged operands IN0 .. IN0 + NIN - 1
+  constexpr int NIN = kInputsY<Op>;        // staged operands IN0 .. IN0 + NIN - 1
   static_assert(NIN == 1 || NIN == 3, "one input, or dy, x and y");
   constexpr int CH = kRingChunkOf<NIN>;     // bytes of one operand a chunk
   constexpr int STAGES = kRingStagesOf<NIN>;
