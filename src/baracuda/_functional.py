@@ -291,10 +291,16 @@ class BoundCalls:
         """``(key, plan, signatures)`` of a call with ``params`` on ``arrays``: the key None
         (and no plan) where the call must take the checks (``bound_args``), the plan None
         until a checked call of that key has been ``put``."""
+        if len(arrays) == 1:  # the forward ops: one array, no loop
+            sig = torch_signature(arrays[0]) if stream is None else None
+            if sig is None:
+                return None, None, []
+            key = (*params, sig[0])
+            return key, self._calls.get(key), [sig]
         sigs = bound_args(stream, *arrays)
         if sigs is None:
             return None, None, []
-        key = (*params, *(None if a is None else a[0] for a in sigs))
+        key = params + tuple([None if a is None else a[0] for a in sigs])
         return key, self._calls.get(key), sigs
 
     def get(self, key: tuple[Any, ...]) -> Any:
@@ -359,6 +365,11 @@ class FastCall:
             return False
         dev = self._device_id
         ensure_current(dev)
+        if not self._ws_bytes:  # the usual case: the raw handle, no Stream or Workspace
+            handle = torch_stream(dev)
+            for step in self._steps:
+                step.enqueue(handle, ptrs, 0)
+            return True
         _with_scratch(self._ws_bytes, Stream(torch_stream(dev), device_id=dev), self._enqueue,
                       ptrs)  # fmt: skip
         return True

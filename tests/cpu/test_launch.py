@@ -113,3 +113,50 @@ def test_elementwise_prepared_launch(contiguous: bool, fmt: str,
     log.clear()
     launcher(None, views(1 << 40), 0.3)  # type: ignore[arg-type]
     assert len(got) == 1 and got == log
+
+
+def test_steps_reuse_their_argument_buffers_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prepared launch (``replay.Step``) builds its argument buffers and their ``void*``
+    array once a thread and rewrites only the pointers at each enqueue: every launch sees
+    the bytes of its own addresses, the step's recorded bytes never change, and another
+    thread (or a rebound copy of the step) gets buffers of its own."""
+    import ctypes
+    import threading
+    from dataclasses import replace
+    from typing import Any
+
+    from baracuda._cuda import replay
+    from baracuda._cuda.launch import PreparedArgs
+
+    seen: list[tuple[Any, tuple[bytes, ...]]] = []
+
+    def fake(fn: object, grid: tuple[int, int, int], block: int, smem: int, stream: object,
+             args: Any, name: str = "", **kw: bool) -> None:  # fmt: skip
+        assert type(args) is PreparedArgs
+        addrs = (ctypes.c_void_p * len(args)).from_address(args.params)
+        assert list(addrs) == [ctypes.addressof(a) for a in args]  # the array points at them
+        seen.append((args, tuple(bytes(a) for a in args)))
+
+    monkeypatch.setattr(replay, "launch", fake)
+    # two arguments: a struct of 24 bytes with a pointer at byte 8 and a state at byte 16,
+    # and a pointer alone
+    recorded = (bytes(range(24)), bytes(8))
+    step = replay.Step("fn", (1, 1, 1), 32, 0, "k", recorded, ((0, 8, 1), (1, 0, 0)),
+                       ((0, 16, 4),), False, False)  # fmt: skip
+
+    def expect(p0: int, p1: int, base: int) -> tuple[bytes, bytes]:
+        return (bytes(range(8)) + struct.pack("@QQ", p1, base + 4), struct.pack("@Q", p0))
+
+    step.enqueue(0, (1 << 33, 1 << 34), 1 << 40)
+    step.enqueue(0, (5 << 33, 7 << 34), 3 << 40)
+    assert [b for _, b in seen] == [expect(1 << 33, 1 << 34, 1 << 40),
+                                    expect(5 << 33, 7 << 34, 3 << 40)]  # fmt: skip
+    assert seen[0][0] is seen[1][0]  # one thread: the same buffers
+    assert step.args == recorded
+    other: list[Any] = []
+    t = threading.Thread(target=lambda: (step.enqueue(0, (9, 10), 0), other.append(seen[-1])))
+    t.start()
+    t.join()
+    assert other[0][0] is not seen[0][0] and other[0][1] == expect(9, 10, 0)
+    replace(step, ops=((0, 8, 0), (1, 0, 1))).enqueue(0, (11, 12), 0)
+    assert seen[-1][0] is not seen[0][0] and seen[-1][1] == expect(12, 11, 0)

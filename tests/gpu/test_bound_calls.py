@@ -158,3 +158,57 @@ def test_lerp_bound_calls(element: ElementKind, monkeypatch: Any) -> None:
                 wa, wb = ew_ref.lerp_backward(_np64(b1), w)
                 assert_close(da, wa, element, what=f"{what} da")
                 assert_close(db, wb, element, what=f"{what} db")
+
+
+def test_bound_calls_from_threads(monkeypatch: Any) -> None:
+    """Bound calls of one signature from eight threads at once: a prepared launch keeps its
+    argument buffers a thread (``replay.Step``), so each call's output is its own input's
+    scan (cumsum, and the cumprod backward with its three inputs) and sparsemax, never
+    another thread's; every call ran the prepared launches."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from baracuda.scan import api as scan_api
+    from baracuda.scan import reference as scan_ref
+    from baracuda.types import ScanKind
+
+    fast = count_fast_runs(monkeypatch)
+    n_threads, calls = 8, 40
+    g = torch.Generator(device="cuda").manual_seed(31)
+    # positive terms for cumsum; cumprod's factors near 1, so its products stay finite
+    xs = [torch.rand(37, 1029, device="cuda", generator=g) + i for i in range(n_threads)]
+    ps = [1 + 0.01 * torch.randn(37, 1029, device="cuda", generator=g) for _ in xs]
+    dys = [torch.randn(37, 1029, device="cuda", generator=g) for _ in xs]
+    ys = [torch.cumprod(p, 1) for p in ps]
+    scan_api._BOUND.clear()
+    sm_api._BOUND.clear()
+    bc.cumsum(xs[0], axis=1)  # checked calls bind the signatures
+    bc.scan_backward("cumprod", dys[0], x=ps[0], y=ys[0], axis=1)
+    bc.sparsemax(xs[0], 1)
+    fast.clear()
+
+    def work(i: int) -> list[tuple[Any, Any, Any]]:
+        stream = torch.cuda.Stream()  # a stream a thread: the calls overlap on the GPU too
+        with torch.cuda.stream(stream):
+            out = [(bc.cumsum(xs[i], axis=1),
+                    bc.scan_backward("cumprod", dys[i], x=ps[i], y=ys[i], axis=1),
+                    bc.sparsemax(xs[i], 1)) for _ in range(calls)]  # fmt: skip
+        stream.synchronize()
+        return out
+
+    with ThreadPoolExecutor(n_threads) as pool:
+        results = list(pool.map(work, range(n_threads)))
+    assert len(fast) == 3 * n_threads * calls and all(fast), "a call took the plan's path"
+    for i, outs in enumerate(results):
+        x64, p64, dy64, y64 = _np64(xs[i]), _np64(ps[i]), _np64(dys[i]), _np64(ys[i])
+        first = outs[0]
+        assert_close(first[0], scan_ref.scan(ScanKind.CUMSUM, x64, 1), ElementKind.F32,
+                     what=f"thread {i} cumsum")  # fmt: skip
+        assert_close(first[1], scan_ref.scan_backward(ScanKind.CUMPROD, dy64, x=p64, y=y64, axis=1),
+                     ElementKind.F32, what=f"thread {i} cumprod backward",
+                     magnitude=scan_ref.scan_backward(ScanKind.CUMPROD, np.abs(dy64), x=p64,
+                                                      y=y64, axis=1))  # fmt: skip
+        assert_close(first[2], sm_ref.sparsemax(x64, 1), ElementKind.F32,
+                     what=f"thread {i} sparsemax")  # fmt: skip
+        for out in outs[1:]:
+            for got, ref in zip(out, first, strict=True):
+                torch.testing.assert_close(got, ref, rtol=0, atol=0)
