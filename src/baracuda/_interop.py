@@ -155,8 +155,11 @@ def torch_empty(like: Any, dtype: str | None = None,
     """A contiguous uninitialised tensor on ``like``'s device, of ``like``'s shape (or
     ``shape``) and dtype (or torch's ``dtype``, by name: "int64", "bfloat16")."""
     torch = sys.modules["torch"]
-    if dtype is None and shape is None:
-        return torch.empty_like(like, memory_format=torch.contiguous_format)
+    if shape is None:  # empty_like: about half the host time of empty(shape, device=...)
+        if dtype is None:
+            return torch.empty_like(like, memory_format=torch.contiguous_format)
+        return torch.empty_like(like, dtype=getattr(torch, dtype),
+                                memory_format=torch.contiguous_format)  # fmt: skip
     return torch.empty(like.shape if shape is None else shape,
                        dtype=like.dtype if dtype is None else getattr(torch, dtype),
                        device=like.device)  # fmt: skip
