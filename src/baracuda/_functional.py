@@ -329,7 +329,8 @@ class FastCall:
     uses one. It skips the plan's per-call path (views, the launch recipes' keys, the
     parameters' construction): on an H100's host, bc.cumsum of a (64, 1024) f32 tensor took
     26.1 us a call through ``run_bound`` and 14.9 this way, against 10.2 for torch.cumsum
-    (docs/benchmarks.md, round 24). Valid while the switches the steps were chosen under
+    (docs/benchmarks.md, round 24); with each step's argument buffers kept a thread, 11.5 on
+    an H200's host against 14.8 (round 32). Valid while the switches the steps were chosen under
     (``switches()``, compared at each call) keep their values."""
 
     __slots__ = ("_device_id", "_steps", "_switches", "_values", "_ws_bytes")
