@@ -120,11 +120,10 @@ def torch_signature(x: Any) -> tuple[tuple[Any, ...], int] | None:
     if torch is None or type(x) is not torch.Tensor:
         return None
     dev = x.get_device()
-    dtype = x.dtype
-    if dev < 0 or dtype not in _torch_dtypes(torch):
+    if dev < 0 or x.dtype not in _torch_dtypes(torch):
         return None
     ptr = x.data_ptr()
-    return (dtype, x.shape, x.stride(), dev, ptr & 15), ptr  # _signature's, inline
+    return _signature(x, dev, ptr), ptr
 
 
 def _signature(x: Any, dev: int, ptr: int) -> tuple[Any, ...]:
@@ -160,8 +159,7 @@ def torch_empty(like: Any, dtype: str | None = None,
             return torch.empty_like(like, memory_format=torch.contiguous_format)
         return torch.empty_like(like, dtype=getattr(torch, dtype),
                                 memory_format=torch.contiguous_format)  # fmt: skip
-    return torch.empty(like.shape if shape is None else shape,
-                       dtype=like.dtype if dtype is None else getattr(torch, dtype),
+    return torch.empty(shape, dtype=like.dtype if dtype is None else getattr(torch, dtype),
                        device=like.device)  # fmt: skip
 
 
