@@ -94,8 +94,7 @@ _capture = threading.local()
 
 
 @contextlib.contextmanager
-def capturing() -> Iterator[Captured]:
-    """Collect every ``capture`` on this thread inside the block (for ``bind_steps``)."""
+def _collect() -> Iterator[Captured]:
     prev = getattr(_capture, "list", None)
     out: Captured = []
     _capture.list = out
@@ -103,6 +102,13 @@ def capturing() -> Iterator[Captured]:
         yield out
     finally:
         _capture.list = prev
+
+
+def capturing(on: bool = True) -> contextlib.AbstractContextManager[Captured]:
+    """Collect every ``capture`` on this thread inside the block (for ``bind_steps``).
+    ``on`` False: collect nothing (a call that will not be bound: an explicit stream, other
+    frameworks' arrays), and the plan's launch code skips what ``capture`` would need."""
+    return _collect() if on else contextlib.nullcontext([])
 
 
 def active() -> bool:

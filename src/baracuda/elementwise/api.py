@@ -71,7 +71,7 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     out = empty_like(a, stream=s)
     plan = plan_for(BinaryParamPlan, s, (a.shape, a.dtype, w),
                     lambda: BinaryParamDescriptor(tuple(a.shape), element_of(a), w))  # fmt: skip
-    with capturing() as steps:
+    with capturing(key is not None) as steps:
         plan.run(s, _NO_WORKSPACE, BinaryParamArgs(a, b, out))
     if key is not None:  # torch tensors
         ptrs = (bound[0][1], bound[1][1], out.data_ptr())  # type: ignore[index]
@@ -107,7 +107,7 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
     dy_shape = tuple(dy.shape)
     plan = plan_for(BinaryParamBackwardPlan, s, (dy.shape, dy.dtype, w),
                     lambda: BinaryParamBackwardDescriptor(dy_shape, element_of(dy), w))  # fmt: skip
-    with capturing() as steps:
+    with capturing(key is not None) as steps:
         plan.run(s, _NO_WORKSPACE, BinaryParamBackwardArgs(dy, da, db))
     if key is not None:  # torch tensors
         ptrs = (bound[0][1], da.data_ptr(), db.data_ptr())  # type: ignore[index]

@@ -96,7 +96,7 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
     plan = cached_plan(ScanPlan, s, desc)
     y = empty_like(x, stream=s)
     idx = empty_like(x, dtype=IndexElementKind.I64, stream=s) if extremum else None
-    with capturing() as steps:
+    with capturing(key is not None) as steps:
         run_plan(plan, s, ScanArgs(x, y, idx))
     if key is not None:  # torch tensors: y and idx too
         ptrs = (bound[0][1], y.data_ptr(), 0 if idx is None else idx.data_ptr())  # type: ignore[index]
@@ -217,7 +217,7 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     desc = ScanBackwardDescriptor(k, tuple(dy.shape), axis, element_of(dy), reverse, tb)
     plan = cached_plan(ScanBackwardPlan, s, desc)
     dx = empty_like(dy, stream=s)
-    with capturing() as steps:
+    with capturing(key is not None) as steps:
         run_plan(plan, s, ScanBackwardArgs(dy, dx, x, y))
     if key is not None:  # torch tensors
         _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs(dx), switch_values)))

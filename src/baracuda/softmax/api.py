@@ -79,7 +79,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     s = resolve_stream(stream, x)
     out = empty_like(x, stream=s)
     plan = cached_plan(SparsemaxPlan, s, SparsemaxDescriptor(tuple(x.shape), ax, element_of(x)))
-    with capturing() as steps:
+    with capturing(key is not None) as steps:
         run_plan(plan, s, SparsemaxArgs(x, out))
     if key is not None:  # torch tensors
         ptrs = (bound[0][1], out.data_ptr())  # type: ignore[index]
@@ -115,7 +115,7 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     dx = empty_like(dy, stream=s)
     desc = SparsemaxBackwardDescriptor(tuple(dy.shape), ax, element_of(dy))
     plan = cached_plan(SparsemaxBackwardPlan, s, desc)
-    with capturing() as steps:
+    with capturing(key is not None) as steps:
         run_plan(plan, s, SparsemaxBackwardArgs(dy, y, dx))
     if key is not None:  # torch tensors
         sd, sy = bound
