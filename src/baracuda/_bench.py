@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib.util
 import json
 import statistics
 import sys
@@ -83,8 +84,9 @@ def copy_bandwidth() -> float:
 def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dict[str, Any]]:
     """Host time per call (µs) of small launches, queue kept non-empty: every functional op
     on (64, ``n``) f32 torch tensors (lerp on ``n`` elements, with ``plan.run``), forward and
-    backward, next to torch's call for the same work where it has one (``peer``); the median
-    of ``rounds`` rounds of ``calls`` calls each."""
+    backward, next to torch's call for the same work where it has one (``peer``); then calls
+    that take the checks every time (an explicit ``stream=``; CuPy arrays, where CuPy is
+    installed); the median of ``rounds`` rounds of ``calls`` calls each."""
     import torch
 
     import baracuda as bc
@@ -97,6 +99,7 @@ def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dic
     ws = bc.Workspace.none()
     x = torch.randn(64, n, device="cuda")
     dy, cp = torch.randn_like(x), torch.cumprod(x, 1)
+    cur = torch.cuda.current_stream()
     sm = bc.sparsemax(x, 1)
     # each call: (function, elements, torch's call for the same work or None)
     fns: dict[str, tuple[Callable[[], object], int, str | None]] = {
@@ -120,7 +123,19 @@ def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dic
         "torch.softmax": (lambda: torch.softmax(x, 1), x.numel(), None),
         "baracuda.sparsemax_backward": (
             lambda: bc.sparsemax_backward(dy, sm, 1), x.numel(), None),
+        # checked every time: an explicit stream is never a bound call
+        "baracuda.cumsum (stream=)": (
+            lambda: bc.cumsum(x, axis=1, stream=cur), x.numel(), "torch.cumsum"),
+        "baracuda.sparsemax (stream=)": (
+            lambda: bc.sparsemax(x, 1, stream=cur), x.numel(), "torch.softmax"),
+        "baracuda.lerp (stream=)": (lambda: bc.lerp(a, b, 0.3, stream=cur), n, "torch.lerp"),
     }
+    if importlib.util.find_spec("cupy") is not None:  # other frameworks' arrays: checked
+        import cupy
+
+        xc = cupy.asarray(x.cpu().numpy())
+        fns["baracuda.cumsum (cupy)"] = (lambda: bc.cumsum(xc, axis=1), x.numel(), "cupy.cumsum")
+        fns["cupy.cumsum"] = (lambda: cupy.cumsum(xc, axis=1), x.numel(), None)
     rows = []
     for name, (fn, size, peer) in fns.items():
         for _ in range(100):

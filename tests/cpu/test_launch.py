@@ -160,3 +160,20 @@ def test_steps_reuse_their_argument_buffers_a_thread(monkeypatch: pytest.MonkeyP
     assert other[0][0] is not seen[0][0] and other[0][1] == expect(9, 10, 0)
     replace(step, ops=((0, 8, 0), (1, 0, 1))).enqueue(0, (11, 12), 0)
     assert seen[-1][0] is not seen[0][0] and seen[-1][1] == expect(12, 11, 0)
+
+
+def test_capturing_off_opens_no_block() -> None:
+    """``capturing(False)`` (a functional call that will not be bound) opens no block: the
+    launch code sees no capture active (``active()``), so it skips what ``capture`` needs,
+    and what is captured anyway goes nowhere; ``capturing()`` collects it."""
+    from baracuda._cuda import replay
+
+    step = replay.Step("fn", (1, 1, 1), 32, 0, "k", (bytes(8),), ((0, 0, 0),), (), False, False)
+    with replay.capturing(False) as cap:
+        assert not replay.active()
+        replay.capture((step,), (1 << 32,), 0, 0)
+    assert cap == [] and not replay.active()
+    with replay.capturing() as cap:
+        assert replay.active()
+        replay.capture((step,), (1 << 32,), 0, 0)
+    assert cap == [((step,), (1 << 32,), 0, 0)] and not replay.active()

@@ -106,8 +106,8 @@ def _collect() -> Iterator[Captured]:
 
 def capturing(on: bool = True) -> contextlib.AbstractContextManager[Captured]:
     """Collect every ``capture`` on this thread inside the block (for ``bind_steps``).
-    ``on`` False: collect nothing (a call that will not be bound: an explicit stream, other
-    frameworks' arrays), and the plan's launch code skips what ``capture`` would need."""
+    ``on`` False: open no block (a call that will not be bound: an explicit stream, other
+    frameworks' arrays), so the plan's launch code skips what ``capture`` would need."""
     return _collect() if on else contextlib.nullcontext([])
 
 
