@@ -99,6 +99,36 @@ def test_tie_break_first(kind: ScanKind, reverse: bool) -> None:
     np.testing.assert_array_equal(dx, want_dx)
 
 
+@pytest.mark.parametrize("kind", [ScanKind.CUMMAX, ScanKind.CUMMIN], ids=lambda k: k.value)
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("n", [4, 37, 300, 1100])
+def test_extremum_backward_keeps_inf_and_nan_of_dy_in_their_segment(
+    kind: ScanKind, reverse: bool, n: int
+) -> None:
+    """An infinite or NaN upstream gradient reaches its own running winner only: torch's
+    scatter-add of dy into the winners, where a segmented sum carried as a linear recurrence
+    would multiply it by the 0 of a later winner (0 * inf = NaN) and spread NaN to the winners
+    before it."""
+    g = torch.Generator().manual_seed(n)
+    x = (torch.round(torch.randn((5, n), dtype=torch.float64, generator=g) * 2) / 2)
+    x.requires_grad_(True)
+    dy = torch.randn((5, n), dtype=torch.float64, generator=g)
+    dy[0, 2::7] = float("inf")
+    dy[1, 1::5] = float("nan")
+    dy[2, 3::3] = -float("inf")
+    dy[3, -1] = float("inf")
+    dy[3, -2] = -float("inf")  # inf - inf in the last winner's segment only (if they share it)
+    y, _ = torch_scan(kind, x, 1, reverse)
+    (gx,) = torch.autograd.grad(y, x, dy)
+    with np.errstate(invalid="ignore"):  # inf - inf where a segment holds both
+        dx = R.scan_backward(kind, dy.numpy(), x=x.detach().numpy(), axis=1, reverse=reverse,
+                             tie_break=TieBreak.LAST)  # fmt: skip
+    dx, truth = np.asarray(dx), gx.numpy()
+    np.testing.assert_array_equal(np.isnan(dx), np.isnan(truth))
+    np.testing.assert_array_equal(np.isinf(dx) * np.sign(dx), np.isinf(truth) * np.sign(truth))
+    np.testing.assert_allclose(dx, truth, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
 def _extremum_by_loop(x: np.ndarray, is_min: bool, last: bool) -> tuple[np.ndarray, np.ndarray]:
     """The kernels' monoid, one position at a time along the last axis: a NaN wins, then the
     comparison of the tie break; the first position is its own winner."""

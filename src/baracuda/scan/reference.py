@@ -176,6 +176,20 @@ def _linrec(xp: Any, a: Any, b: Any) -> Any:
     return _exclusive(xp, inc, (1.0, 0.0))[1]
 
 
+def _segsum(xp: Any, flag: Any, g: Any) -> Any:
+    """Exclusive segmented sums of ``g`` along the last axis, each segment starting after a
+    ``flag`` (the sum restarts at 0 there): ``_linrec`` of a = 0 at flags, 1 elsewhere, whose
+    combine selects where ``_linrec`` multiplies, so that an infinite or NaN ``g`` stays in its
+    own segment (0 * inf is NaN)."""
+    zero = xp.zeros_like(g)
+
+    def combine(e: State, t: State) -> State:
+        return e[0] & t[0], xp.where(t[0], e[1], xp.zeros_like(e[1])) + t[1]
+
+    inc = _assoc_scan(xp, (~flag, xp.where(flag, zero, g)), combine)
+    return _exclusive(xp, inc, (True, 0.0))[1]
+
+
 def scan(kind: ScanKind, x: Any, axis: int = -1, reverse: bool = False,
          tie_break: TieBreak = TieBreak.FIRST) -> Any:  # fmt: skip
     """Inclusive scan of ``kind`` along ``axis``: ``y`` (and ``(y, indices)`` for cummax /
@@ -258,9 +272,7 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
         if reverse:
             pos = n - 1 - pos
         flag = xp.flip(idx == pos, axis=-1)  # to backward order
-        zero = xp.zeros_like(g)
-        v_next = _linrec(xp, xp.where(flag, zero, xp.ones_like(g)), xp.where(flag, zero, g))
-        out = xp.where(flag, g + v_next, zero)
+        out = xp.where(flag, g + _segsum(xp, flag, g), xp.zeros_like(g))
     return from_acc(xp, _from_last(xp, out, ax, back), dy)
 
 
