@@ -60,7 +60,8 @@ MORE: list[tuple[str, tuple[int, ...], int]] = [
     ("cumsum_backward", (4096, 8192), 1),
 ]
 # the cummax backward (--extrema-backward: these cases alone): rows a block takes whole
-# (FUSED_MAX_BACKWARD_BLOCKS), odd lengths, and many rows, a warp each (not switched by it)
+# (FUSED_MAX_BACKWARD_BLOCKS), odd lengths, many rows (a warp each), long rows; the ring
+# (RING_MAX_BACKWARD) takes the rows of whole vectors and at least 8 KiB
 EXTREMA_BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
     ("cummax_backward", (1024, 8192), 1),
     ("cummax_backward", (1500, 2048), 1),
@@ -68,6 +69,8 @@ EXTREMA_BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
     ("cummax_backward", (64, 4096), 1),
     ("cummax_backward", (16, 3001), 1),
     ("cummax_backward", (4096, 8192), 1),
+    ("cummax_backward", (8192, 4096), 1),
+    ("cummax_backward", (256, 65536), 1),
 ]
 # the cumprod and logcumsumexp backward along a contiguous axis (--backward: these cases alone)
 BACKWARD: list[tuple[str, tuple[int, ...], int]] = [

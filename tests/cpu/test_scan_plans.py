@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 import pytest
@@ -47,6 +48,7 @@ from baracuda.scan._kernels import (
     STREAM_KINDS,
     STREAM_OPS,
     STRIP_OPS,
+    Params,
     Slot,
     chunking,
     flag_strides,
@@ -482,11 +484,13 @@ def test_fused_extrema_backward_only_where_a_group_takes_a_whole_line(
 ) -> None:
     """The one-kernel cummax/cummin backward is taken only for contiguous lines that rows1
     (a warp per line: scan_max_bwd_rows) or rows8 in one chunk a line (a block per line:
-    scan_max_bwd_rows8) scans; elsewhere nothing is enqueued and the two passes run."""
+    scan_max_bwd_rows8) scans; elsewhere nothing is enqueued and the two passes run. (With the
+    ring switched off: test_max_backward_ring.)"""
     from baracuda.scan import _kernels as K
 
     log = _LaunchLog("sm_90")
     grid = _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "RING_MAX_BACKWARD", False)
 
     def fused(shape: tuple[int, ...], layout: str = "rows", itemsize: int = 4) -> str | None:
         sl = Slot(0, (shape[1], 1))
@@ -516,6 +520,64 @@ def test_fused_extrema_backward_only_where_a_group_takes_a_whole_line(
     assert fused((4096, 8192)) == "max_bwd_rows"
     monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
     assert fused((70, 300)) is None
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
+def test_max_backward_ring(itemsize: int, reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cummax/cummin backward takes one ring launch (scan_max_bwd_ring: x as IN0, dy as
+    IN1, dx as OUT, the forward's direction and mode, no flags) where x, dy and dx allow
+    16-byte vectors along a contiguous axis, the rows are of one stride, at least one chunk
+    long and whole vectors, and many enough to fill the launch; elsewhere the warp and block
+    kernels or the two passes, as before."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    grids = _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    params: list[Params] = []
+    real = K._params
+
+    def spy(*a: Any, **kw: Any) -> Params:
+        params.append(real(*a, **kw))
+        return params[-1]
+
+    monkeypatch.setattr(K, "_params", spy)
+
+    def run(shape: tuple[int, int], *, dy: Slot | None = None, x: Slot | None = None,
+            dx: Slot | None = None, mode: int = 2) -> str | None:  # fmt: skip
+        dense = (shape[1], 1)
+        log.calls.clear()
+        grids.clear()
+        params.clear()
+        return launch_max_backward(
+            log, None, shape, 1, reverse=reverse, mode=mode,  # type: ignore[arg-type]
+            dy=dy or Slot(1 << 28, dense), x=x or Slot(2 << 28, dense),
+            dx=dx or Slot(3 << 28, dense), flags=Slot(4 << 28, dense), layout="rows",
+            itemsize=itemsize, sm_count=132,
+        )  # fmt: skip
+
+    n = 16384 // itemsize  # rows of 16 KiB
+    assert run((4096, n), mode=3) == "max_bwd_ring264"
+    assert [c[0] for c in log.calls] == ["scan_max_bwd_ring"]
+    assert grids == [((264, 1, 1), K.RING_SMEM)]
+    p = params[0]
+    assert (p.op[K.IN0].ptr, p.op[K.IN1].ptr, p.op[K.OUT].ptr) == (2 << 28, 1 << 28, 3 << 28)
+    assert not p.op[K.IN2].ptr and not p.op[K.AUX].ptr  # no flags
+    assert (p.reverse, p.mode, p.vec, p.n, p.rows) == (int(reverse), 3, 1, n, 4096)
+    assert run((4096, K.RING_MAX_BACKWARD_CHUNK // itemsize)) == "max_bwd_ring264"  # one chunk
+    assert run((132, 3 * n + 16 // itemsize)) == "max_bwd_ring132"  # a partial last chunk
+    # and where the ring cannot take the rows
+    short = K.RING_MAX_BACKWARD_CHUNK // itemsize - 16 // itemsize
+    assert "ring" not in str(run((4096, short)))  # under one chunk
+    if itemsize < 8:
+        assert "ring" not in str(run((4096, n + 1), x=Slot(2 << 28, (n + 8, 1))))  # odd rows
+    assert "ring" not in str(run((4096, n), dy=Slot((1 << 28) + itemsize, (n, 1))))  # misaligned
+    assert "ring" not in str(run((4096, n), x=Slot(2 << 28, (2 * n, 2))))  # strided x
+    assert "ring" not in str(run((64, n)))  # too few rows to fill the launch
+    assert all("ring" not in c[0] for c in log.calls)
+    monkeypatch.setattr(K, "RING_MAX_BACKWARD", False)
+    assert "ring" not in str(run((4096, n)))
 
 
 class _LaunchLog:
@@ -824,7 +886,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_strip" for op in STRIP_OPS}
     | {f"scan_{op}_ring" for op in RING_OPS}
-    | {"scan_max_bwd_rows", "scan_max_bwd_rows8", _SHARED}
+    | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
     | {f"scan_{op}_{k}" for op in STREAM_OPS for k in STREAM_KINDS}
     | {f"scan_{op}_{k}" for op in ROUNDS_OPS for k in ROUNDS_KINDS}
@@ -1277,9 +1339,13 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
 
     assert (const("kStripChunk"), const("kStripStages")) == (K.STRIP_CHUNK, K.STRIP_STAGES)
     assert (const("kRingChunk"), const("kRingStages")) == (K.RING_CHUNK, K.RING_STAGES)
-    for name, value in (("Chunk", K.RING_BACKWARD_CHUNK), ("Stages", K.RING_BACKWARD_STAGES)):
-        m = re.search(rf"constexpr int kRing{name}Of = NIN == 1 \? kRing{name} : (\d+);", text)
-        assert m and int(m.group(1)) == value, name
+    m = re.search(r"kRingChunkOf = NIN == 1 \? kRingChunk : NIN == 2 \? (\d+) : (\d+);", text)
+    assert m and (int(m.group(1)), int(m.group(2))) == (K.RING_MAX_BACKWARD_CHUNK,
+                                                        K.RING_BACKWARD_CHUNK)  # fmt: skip
+    assert "kRingStagesOf = kRingStages * kRingChunk / (NIN * kRingChunkOf<NIN>);" in text
+    for nin, chunk, stages in ((2, K.RING_MAX_BACKWARD_CHUNK, K.RING_MAX_BACKWARD_STAGES),
+                               (3, K.RING_BACKWARD_CHUNK, K.RING_BACKWARD_STAGES)):  # fmt: skip
+        assert K.RING_STAGES * K.RING_CHUNK // (nin * chunk) == stages
     assert K.STRIP_SMEM == K.STRIP_CHUNK * K.STRIP_STAGES
     assert K.RING_SMEM == K.RING_CHUNK * K.RING_STAGES
     w, r = K.coop_warps, K.coop_reg_rows

@@ -1214,9 +1214,10 @@ def test_functional_bound_calls_keep_their_checks() -> None:
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """The one-kernel cummax/cummin backward (a warp per line, or a block per line where rows8
-    takes whole lines: winner flags, then segmented sums) on short lines and lines of several
-    tiles with a partial last one, ties, NaN (one and several), +-inf, all-equal lines, a
-    strided x, both tie-breaks and directions: equal to the float64 reference and to the two
+    takes whole lines: winner flags, then segmented sums; the ring where it takes the rows) on
+    short lines and lines of several tiles with a partial last one, ties, NaN (one and
+    several), +-inf, all-equal lines, inf and NaN in dy, a strided x, both tie-breaks and
+    directions: equal to the float64 reference and to the two
     launches (flags, then the segmented scan). Where x and dy are each one aligned run of
     short rows, the two passes take segmented tiles instead, on the same special values;
     where rows8 cuts lines into chunks, the two launches run."""
@@ -1240,7 +1241,10 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
         xn[5, :] = 2.0  # all tied
         big = torch.from_numpy(np.repeat(xn, 2, axis=1)).to("cuda", dt)
         for xname, x in (("contiguous", big[:, ::2].contiguous()), ("strided x", big[:, ::2])):
-            dy = torch.from_numpy(rng.standard_normal(shape)).to("cuda", dt)
+            dyn = rng.standard_normal(shape)
+            dyn[0, 1::7] = np.inf  # in their own winners' segments only
+            dyn[6, 2::5] = np.nan
+            dy = torch.from_numpy(dyn).to("cuda", dt)
             x64, dy64 = _np64(x), _np64(dy)
             for tie in TieBreak:
                 for reverse in (False, True):
@@ -1251,7 +1255,9 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
                     lanes = 16 // element.itemsize
                     seg = (xname == "contiguous" and shape[1] * element.itemsize <= K.SEG_MAX_BYTES
                            and math.prod(shape) % lanes == 0)  # fmt: skip
-                    if seg:  # both passes on segmented tiles (x and dy one aligned run)
+                    if xname == "contiguous" and takes_max_ring(shape, element.itemsize, sm):
+                        assert names == ["scan_max_bwd_ring"], (what, names)
+                    elif seg:  # both passes on segmented tiles (x and dy one aligned run)
                         assert names == ["scan_maxflag_seg", "scan_seg_bwd_seg"], (what, names)
                     elif (ch := K.chunking("rows", shape[0], shape[1], element.itemsize,
                                            sm)).layout == "rows1":  # a warp per line  # fmt: skip
@@ -1274,6 +1280,104 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
                     assert names and not any(k.startswith("scan_max_bwd") for k in names), names
                     assert_close(dx, _np64(two), element, scale=max(1.0, math.sqrt(shape[1]) / 4),
                                  magnitude=mag, what=f"{what} vs two passes")  # fmt: skip
+
+
+def takes_max_ring(shape: tuple[int, ...], itemsize: int, sm: int) -> bool:
+    """Whether the cummax/cummin backward of dense, aligned operands of ``shape`` along the
+    last axis takes the ring (``_kernels._max_ring``; two blocks an SM fit on sm_80+)."""
+    from baracuda.scan import _kernels as K
+
+    rowb = shape[-1] * itemsize
+    return (K.RING_MAX_BACKWARD and rowb % 16 == 0 and rowb >= K.RING_MAX_BACKWARD_CHUNK
+            and K._ring_grid(math.prod(shape[:-1]), sm, K.RING_BLOCKS_PER_SM) > 0)  # fmt: skip
+
+
+def _max_ring_input(shape: tuple[int, ...], ce: int, seed: int) -> np.ndarray:
+    """x for the ring's backward: ties, and lines whose winners test the chunks' carries and
+    the pending winner (``ce`` positions a chunk; lines of at least one)."""
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.standard_normal(shape) * 4) / 4
+    v = x.reshape(-1, shape[-1])
+    n = shape[-1]
+    v[0, min(ce + 7, n - 1)] = np.nan  # one NaN, past the first chunk
+    v[1, ce - 3: ce + 5] = np.nan  # several, across a chunk boundary
+    v[1, 3 * n // 4] = np.nan
+    v[2, :] = -np.inf  # every position ties at -inf
+    v[3, 0] = np.inf  # one winner, pending over every chunk
+    v[4, 0] = -np.inf  # a new winner at every position
+    v[4, 1:] = np.arange(1, n)
+    v[5, :] = 2.0  # all tied
+    v[6, :] = -np.arange(n)  # decreasing: cummin's winners everywhere, cummax's at 0
+    v[7, :] = -1e3  # winners at the chunks' first positions only
+    v[7, ::ce] = np.arange(len(v[7, ::ce]))
+    v[8, :] = -1e3  # ... at their last positions
+    v[8, ce - 1:: ce] = np.arange(len(v[8, ce - 1:: ce]))
+    v[9, 1:] = np.inf  # inf after a finite first position
+    return x
+
+
+@pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_max_backward_ring(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """The cummax/cummin backward through a ring (scan_max_bwd_ring: one pass, the chunk's
+    winner flags and segmented sums in registers, the last winner of a chunk pending into the
+    next ones): rows of one chunk, of several, with a partial last chunk, long rows, rank 3,
+    padded rows; NaN (one, several, across a chunk boundary), +-inf, ties, winners at every
+    position, at the chunks' first or last positions only, one winner for a whole row; dy
+    with inf and NaN; both tie-breaks and directions. Against the float64 reference (dx
+    poisoned beforehand) and the two launches (flags, then the segmented scan)."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    assert K.RING_MAX_BACKWARD and K.FUSED_MAX_BACKWARD
+    names = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    it = element.itemsize
+    ce = K.RING_MAX_BACKWARD_CHUNK // it  # positions a chunk
+    lanes = 16 // it
+    sm = device_info(torch.cuda.current_device()).sm_count
+    cases: list[tuple[str, tuple[int, ...], int]] = [  # name, shape, row stride (0: dense)
+        ("one chunk", (2 * sm, ce), 0),
+        ("chunks", (sm, 4 * ce), 0),
+        ("partial last chunk", (2 * sm, 3 * ce + lanes), 0),
+        ("long rows", (sm, 12 * ce + 5 * lanes), 0),
+        ("rank 3", (2, sm, 2 * ce + 3 * lanes), 0),
+        ("padded rows", (sm, 2 * ce + lanes), 2 * ce + 4 * lanes),
+    ]
+    for name, shape, stride in cases:
+        xn = _max_ring_input(shape, ce, len(shape) + shape[-1])
+        rng = np.random.default_rng(shape[-1])
+        dyn = rng.standard_normal(shape)
+        dyr = dyn.reshape(-1, shape[-1])
+        dyr[9, 5::97] = np.inf
+        dyr[9, 11::89] = np.nan
+        dyr[10, -3:] = -np.inf
+        if stride:
+            wide = torch.zeros((shape[0], stride), dtype=dt, device="cuda")
+            x = wide[:, : shape[1]]
+            x.copy_(torch.from_numpy(xn))
+        else:
+            x = torch.from_numpy(xn).to("cuda", dt)
+        dy = torch.from_numpy(dyn).to("cuda", dt)
+        x64, dy64 = _np64(x), _np64(dy)
+        for tie in TieBreak:
+            for reverse in (False, True):
+                what = f"{kind.value} {element.value} {name} {shape} {tie.value} rev={reverse}"
+                names.clear()
+                dx = run_backward(kind, dy, x, None, x.dim() - 1, reverse, tie)
+                assert names == ["scan_max_bwd_ring"], (what, names)
+                with np.errstate(invalid="ignore"):
+                    ref = R.scan_backward(kind, dy64, x=x64, axis=-1, reverse=reverse,
+                                          tie_break=tie)  # fmt: skip
+                    mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=-1,
+                                                 reverse=reverse, tie_break=tie))  # fmt: skip
+                sc = max(1.0, math.sqrt(shape[-1]) / 4)
+                assert_close(dx, ref, element, scale=sc, magnitude=mag, what=what)
+                monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
+                two = run_backward(kind, dy, x, None, x.dim() - 1, reverse, tie)
+                monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", True)
+                assert_close(dx, _np64(two), element, scale=sc, magnitude=mag,
+                             what=f"{what} vs two passes")  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],

@@ -23,8 +23,8 @@ the final pass rescans each chunk from its carry; so do both with ``LOOKBACK`` o
 tiles that are one run of memory move through shared memory in 16-byte vectors
 (``lbstage``); cumsum/cumprod tiles of a 2-byte type whose adjacent lines pair up in 4-byte
 words take two groups of 32 lines, a thread per line pair (``lbpair``). The cummax/cummin
-backward runs in one kernel where a warp or a block takes a whole row
-(``launch_max_backward``), else in two launches.
+backward runs in one kernel through a ring (contiguous rows of whole vectors, as above) or
+where a warp or a block takes a whole row (``launch_max_backward``), else in two launches.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ __all__ = [
     "lb_radix_bits",
     "FUSED_MAX_BACKWARD",
     "FUSED_MAX_BACKWARD_BLOCKS",
+    "RING_MAX_BACKWARD",
     "LBCOLS_WIDE",
     "LBCOLS_STAGED",
     "COOP_ROWS",
@@ -593,6 +594,21 @@ FUSED_MAX_BACKWARD = True
 # rows8 takes whole lines (one chunk a line); False keeps two launches there. Read at each
 # launch.
 FUSED_MAX_BACKWARD_BLOCKS = True
+# Switch (under FUSED_MAX_BACKWARD): the same through a ring (scan_max_bwd_ring: x and dy
+# staged, RING_MAX_BACKWARD_CHUNK bytes of each a chunk, RING_MAX_BACKWARD_STAGES chunks in
+# flight, the same 96 KiB as the other rings; one pass, each chunk's winner flags and
+# segmented sums in registers, no flag bytes) where the rows meet the ring's conditions
+# (``_max_ring``: x, dy and dx allowing 16-byte vectors along a contiguous axis, outer dims
+# that coalesce to one, rows of at least one chunk and whole vectors, enough of them to fill
+# the launch: ``_ring_grid``), before the warp and block kernels. On an H200
+# (docs/benchmarks.md, round 33) over 4096 x 8192 it took f32 135.0 us against the warp per
+# line's 147.5, bf16 89.3 against 142.7; over 1024 x 8192 43.1 / 30.7 against the block per
+# line's 54.0 / 49.9; over 256 x 65536 72.8 / 50.4 against two launches' 183.4 / 181.9.
+# Read at each launch.
+RING_MAX_BACKWARD = True
+RING_MAX_BACKWARD_CHUNK = 16384  # scan.cu kRingChunkOf<2>
+RING_MAX_BACKWARD_STAGES = 3  # scan.cu kRingStagesOf<2>
+assert RING_MAX_BACKWARD_CHUNK * 2 * RING_MAX_BACKWARD_STAGES == RING_SMEM
 
 # scan.cu is compiled as one program per group of ops (the macro BC_SCAN_GROUP_<NAME>): a
 # plan loads the group of the ops it launches, so a first cumsum compiles the cumsum kernels
@@ -677,7 +693,8 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
-        + (("scan_max_bwd_rows", "scan_max_bwd_rows8") if group == "max_bwd" else ())
+        + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring")
+           if group == "max_bwd" else ())
     )  # fmt: skip
 
 
@@ -1116,7 +1133,7 @@ _SWITCHES = (
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
     "STREAM_ROWS", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
-    "RING_BACKWARD_ITEMSIZES", "RING_LSE_BACKWARD_ITEMSIZES",
+    "RING_BACKWARD_ITEMSIZES", "RING_LSE_BACKWARD_ITEMSIZES", "RING_MAX_BACKWARD",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1127,7 +1144,8 @@ _FIXED = (
     "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER", "STREAM_OPS",
     "STREAM_KINDS", "STREAM_GROUPS", "STREAM_TILE", "STREAM_STAGES", "STREAM_WAVE",
     "STREAM_THREADS", "STREAM_SMEM", "RING_OPS", "RING_BACKWARD_OPS", "RING_BACKWARD_CHUNK",
-    "RING_BACKWARD_STAGES", "COLS_STATES_OPS",
+    "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK", "RING_MAX_BACKWARD_STAGES",
+    "COLS_STATES_OPS",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
@@ -1479,21 +1497,58 @@ def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
     _enqueue(rec, fn, grid, block, coop.smem, stream, params, kernel, cooperative=True)
 
 
+def _max_ring(module: LoadedModule, shape: tuple[int, ...], axis: int, *, reverse: bool,
+              mode: int, dy: Slot, x: Slot, dx: Slot, itemsize: int,
+              sm_count: int) -> tuple[Params, int] | None:  # fmt: skip
+    """The Params and grid of the cummax/cummin backward through a ring
+    (``scan_max_bwd_ring``: IN0 = x, IN1 = dy, OUT = dx, ``reverse`` and ``mode`` the
+    forward's) where ``RING_MAX_BACKWARD`` is on and the rows meet its conditions: x, dy and
+    dx allowing 16-byte vectors along a contiguous axis (``layout`` "rows"), outer dims that
+    coalesce to one, rows of at least one chunk and whole vectors, enough rows to fill the
+    launch (``_ring_grid``) and room for the ring on the device; else None."""
+    n = shape[axis]
+    rowb = n * itemsize
+    if not RING_MAX_BACKWARD or rowb % 16 or rowb < RING_MAX_BACKWARD_CHUNK:
+        return None
+    params = _params(shape, axis, [x, dy, None, dx, None], (IN0, IN1, OUT), itemsize, "rows",
+                     reverse, mode)  # fmt: skip
+    if not params.vec or params.outer.rank != 1:
+        return None
+    kernel = "scan_max_bwd_ring"
+    if _smem_room(module, kernel) < RING_SMEM:
+        return None
+    per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
+    grid = _ring_grid(params.rows, sm_count, per_sm)
+    return (params, grid) if grid else None
+
+
 def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int,
                         *, reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot, flags: Slot,
                         layout: str, itemsize: int, sm_count: int,
                         rec: Recorder | None = None) -> str | None:  # fmt: skip
     """Enqueue the cummax/cummin backward in one kernel (``reverse`` and ``mode`` of the
     forward, winner flags in ``flags`` laid out for ``layout``) where it applies:
-    ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", not both passes on segmented tiles
-    (``_seg_rows`` of each), and either a warp per line (``chunking`` takes ``rows1``:
-    ``scan_max_bwd_rows``) or, with ``FUSED_MAX_BACKWARD_BLOCKS``, a block per whole line
-    (``rows8`` in one chunk a line: ``scan_max_bwd_rows8``). Returns the variant run, or None
+    ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", and either a ring (``_max_ring``), or not
+    both passes on segmented tiles (``_seg_rows`` of each) and either a warp per line
+    (``chunking`` takes ``rows1``: ``scan_max_bwd_rows``) or, with
+    ``FUSED_MAX_BACKWARD_BLOCKS``, a block per whole line (``rows8`` in one chunk a line:
+    ``scan_max_bwd_rows8``). Returns the variant run, or None
     (nothing enqueued: take two passes)."""
     total = numel(shape)
     if not FUSED_MAX_BACKWARD or layout != "rows" or total == 0:
         return None
     n = shape[axis]
+    ring = _max_ring(module, shape, axis, reverse=reverse, mode=mode, dy=dy, x=x, dx=dx,
+                     itemsize=itemsize, sm_count=sm_count)  # fmt: skip
+    if ring is not None:
+        params, grid = ring
+        kernel = "scan_max_bwd_ring"
+        fn = module.function(kernel, RING_SMEM)
+        launch(fn, (grid, 1, 1), BLOCK, RING_SMEM, stream, [params], kernel)
+        if rec is not None:  # its pointers: (dy, x, dx, flags); x is IN0, dy IN1
+            rec.kernel(fn, (grid, 1, 1), BLOCK, RING_SMEM, [(params, (1, 0, None, 2, None))],
+                       kernel, False, False)  # fmt: skip
+        return f"max_bwd_ring{grid}"
     if (_seg_rows("maxflag", shape, axis, [x, None, None, None, flags], itemsize, reverse,
                   mode | 4)
             and _seg_rows("seg_bwd", shape, axis, [dy, None, None, dx, flags], itemsize,

@@ -24,8 +24,9 @@
 //                  logcumsumexp backward: 8 KiB): a block takes a sequence of rows and walks
 //                  each in chunks staged in shared memory by cp.async (see "contiguous rows
 //                  through a ring").
-//   max_bwd_rows / max_bwd_rows8  the cummax/cummin backward in one kernel, a warp / a block
-//                  per line (both passes).
+//   max_bwd_ring / max_bwd_rows / max_bwd_rows8  the cummax/cummin backward in one kernel:
+//                  contiguous rows through a ring (one pass), or a warp / a block per line
+//                  (both passes).
 //   zero           zeroes the look-back workspace before an lb* launch (its dependent); one
 //                  per program, shared by its ops.
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
@@ -75,6 +76,8 @@ struct Pair {
 __device__ __forceinline__ float shfl_up(float x, int d) { return __shfl_up_sync(kFull, x, d); }
 __device__ __forceinline__ double shfl_up(double x, int d) { return __shfl_up_sync(kFull, x, d); }
 __device__ __forceinline__ float shfl_idx(float x, int s) { return __shfl_sync(kFull, x, s); }
+__device__ __forceinline__ float shfl_down(float x, int d) { return __shfl_down_sync(kFull, x, d); }
+__device__ __forceinline__ double shfl_down(double x, int d) { return __shfl_down_sync(kFull, x, d); }
 __device__ __forceinline__ double shfl_idx(double x, int s) { return __shfl_sync(kFull, x, s); }
 template <typename A, typename I>
 __device__ __forceinline__ MaxIdx<A, I> shfl_up(MaxIdx<A, I> x, int d) {
@@ -91,6 +94,10 @@ __device__ __forceinline__ Pair<A> shfl_up(Pair<A> x, int d) {
 template <typename A>
 __device__ __forceinline__ Pair<A> shfl_idx(Pair<A> x, int s) {
   return {shfl_idx(x.a, s), shfl_idx(x.b, s)};
+}
+template <typename A>
+__device__ __forceinline__ Pair<A> shfl_down(Pair<A> x, int d) {
+  return {shfl_down(x.a, d), shfl_down(x.b, d)};
 }
 
 template <typename A>
@@ -460,11 +467,15 @@ __device__ __forceinline__ typename Op::S make_at(const Op& op, const A* v, A nb
 // cummax / cummin, second pass: AUX holds the winner flags of the first pass (MaxFlagOp);
 // dx_i = flag_i ? dy_i + V_{i+1} : 0 with V_i = flag_i ? 0 : dy_i + V_{i+1}: a segmented
 // suffix sum as the linear recurrence (a, b) = (!flag, !flag * dy). IN0 = dy.
+// a is exactly 1 or 0 (a winner in the span), so combine selects where LinRec multiplies: a
+// winner's 0 must cut off the b of the span after it even where that b is infinite or NaN
+// (0 * inf is NaN: a dy of inf or NaN reached the winners before its own in the gradient).
 template <typename A>
 struct SegBwdOp : LinRec<A> {
   typedef Pair<A> S;
   static constexpr int kIn = 1;
   static constexpr bool kNb = false, kAuxIn = true, kAuxOut = false;
+  __device__ S combine(S l, S r) const { return {l.a * r.a, r.a != A(0) ? l.b + r.b : r.b}; }
   __device__ S make(const A* v, unsigned char f, i64) const {
     return f ? S{A(0), A(0)} : S{A(1), v[0]};
   }
@@ -3437,12 +3448,12 @@ __device__ void scan_strip(const Params& P) {
 // carry their (row, chunk) position from item to item, so no thread divides per chunk.
 constexpr int kRingChunk = 16384;
 constexpr int kRingStages = 6;
-// Bytes of each operand a chunk, and chunks in flight: 96 KiB of ring either way (two blocks
-// an SM).
+// Bytes of each operand a chunk, and chunks in flight: 96 KiB of ring in every case (two blocks
+// an SM; NIN 1, 2, 3: 6, 3, 4 chunks of 16, 16 and 8 KiB an operand).
 template <int NIN>
-constexpr int kRingChunkOf = NIN == 1 ? kRingChunk : 8192;
+constexpr int kRingChunkOf = NIN == 1 ? kRingChunk : NIN == 2 ? 16384 : 8192;
 template <int NIN>
-constexpr int kRingStagesOf = NIN == 1 ? kRingStages : 4;
+constexpr int kRingStagesOf = kRingStages * kRingChunk / (NIN * kRingChunkOf<NIN>);
 // Ops whose lanes scan their J vectors in a row (one shuffle scan a chunk instead of J): those
 // whose combine is dear, the logcumsumexp backward's running minimum (an exp or two; on an
 // H200, f32 4096 x 8192 352.0 -> 300.0 us), which takes the ring in f32 / f64 only where
@@ -3453,6 +3464,97 @@ template <class Op>
 constexpr bool kRingLaneRun = false;
 template <typename A>
 constexpr bool kRingLaneRun<LseBwdOp<A>> = true;
+
+// Where a ring keeps the 16-byte vector at byte offset `off` of a chunk: `off` itself, or
+// (kSwz: a shift S >= 3) the vector's index v with its low three bits XORed with bits S..S+2,
+// a permutation within each 128-byte line. Lanes that read vectors 2^S apart (a run of 2^S
+// vectors a lane, the j-th of each) then hit eight different 16-byte bank groups, where
+// unswizzled they would all hit one.
+template <int kSwz>
+__device__ __forceinline__ int ring_swizzle(int off) {
+  if constexpr (kSwz == 0) {
+    return off;
+  } else {
+    const int v = off >> 4;
+    return (v ^ ((v >> kSwz) & 7)) << 4;
+  }
+}
+
+// The copy side of a ring (scan_ring, scan_max_bwd_ring): block b takes rows b, b + gridDim.x,
+// ... of the NIN operands IN0 .. IN0 + NIN - 1 and copies each row's chunks of CH bytes in scan
+// order (kRev: from the row's end) by cp.async into slots of NIN * CH bytes (operand k at
+// k * CH, its vectors placed by ring_swizzle<kSwz>), STAGES slots in turn. issue() copies the next chunk and closes a group: an empty one
+// past the last row, so that the wait counts stay uniform. Only a row's last chunk in scan
+// order can be partial: its bytes outside the row are zero-filled, and come after every valid
+// element in scan order. The rows of each operand are one stride apart (the host's condition:
+// the outer dims coalesce to one).
+template <typename T, int NIN, int CH, int STAGES, bool kRev, int kSwz = 0>
+struct RingFeed {
+  static constexpr int SLOT = CH * NIN;
+  static constexpr int COPIES = CH / 16 / kBlock;  // 16-byte copies a thread, chunk and operand
+  static_assert(COPIES >= 1 && CH % (16 * kBlock) == 0, "ring chunk");
+  const Params& P;
+  unsigned char* ring;
+  const i64 rows, rowb, last;  // rows; a row's bytes; its last chunk in scan order
+  const bool ragged;           // ... is partial
+  const unsigned char* in[NIN];
+  const unsigned char* src[NIN];  // row r of each operand
+  i64 r, c;                       // the next copy: row r, its chunk c, into slot `slot`
+  int slot;
+  __device__ RingFeed(const Params& p, unsigned char* buf)
+      : P(p), ring(buf), rows(p.rows), rowb(p.n * (i64)sizeof(T)), last((rowb - 1) / CH),
+        ragged(rowb % CH != 0), r(blockIdx.x), c(0), slot(0) {
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) {
+      in[k] = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0 + k));
+      src[k] = r < rows ? in[k] + row_at(r, IN0 + k) : in[k];
+    }
+  }
+  // the byte offset of row `row` in operand k
+  __device__ __forceinline__ i64 row_at(i64 row, int k) const {
+    return row * P.op[k].outer.v[0] * (i64)sizeof(T);
+  }
+  // chunk ch of a row starts at byte start(ch) (reverse: negative for the partial last one)
+  __device__ __forceinline__ i64 start(i64 ch) const { return kRev ? rowb - (ch + 1) * CH : ch * CH; }
+  __device__ __forceinline__ void issue() {
+    const int t = threadIdx.x;
+    if (r < rows) {
+      unsigned char* dst = ring + slot * SLOT;
+      const i64 s = start(c);
+      if (!ragged || c != last) {
+#pragma unroll
+        for (int k = 0; k < NIN; ++k)
+#pragma unroll
+          for (int l = 0; l < COPIES; ++l) {
+            const int off = (t + l * kBlock) * 16;
+            cp_async16(dst + k * CH + ring_swizzle<kSwz>(off), src[k] + s + off);
+          }
+      } else {
+#pragma unroll
+        for (int k = 0; k < NIN; ++k)
+#pragma unroll
+          for (int l = 0; l < COPIES; ++l) {
+            const int off = (t + l * kBlock) * 16;
+            const bool inside = s + off >= 0 && s + off < rowb;
+            cp_async16_fill(dst + k * CH + ring_swizzle<kSwz>(off), inside ? src[k] + s + off : src[k],
+                            inside ? 16 : 0);
+          }
+      }
+      if (c == last) {
+        c = 0;
+        r += gridDim.x;
+        if (r < rows) {
+#pragma unroll
+          for (int k = 0; k < NIN; ++k) src[k] = in[k] + row_at(r, IN0 + k);
+        }
+      } else {
+        ++c;
+      }
+      slot = slot == STAGES - 1 ? 0 : slot + 1;
+    }
+    cp_async_commit();
+  }
+};
 
 // The ring's outputs of one vector of an op with three staged operands: position i's state is
 // pre . st[i] (st from the vector's or lane's first position), `exc` the state before the
@@ -3487,71 +3589,21 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   constexpr int NV = CH / 16;             // vectors a chunk
   constexpr int WV = NV / (kBlock / 32);  // consecutive vectors a warp scans
   constexpr int J = WV / 32;              // vectors a lane
-  constexpr int COPIES = NV / kBlock;     // 16-byte copies a thread per chunk and operand
-  static_assert(J >= 1 && COPIES >= 1, "ring tile shape");
+  static_assert(J >= 1 && NV >= kBlock, "ring tile shape");
   constexpr bool kLaneRun = kRingLaneRun<Op>;  // see kRingLaneRun
   extern __shared__ int4 ring_buf[];
   __shared__ S warp_tot[2][kBlock / 32];
   unsigned char* ring = reinterpret_cast<unsigned char*>(ring_buf);
   const Op op{P.mode};
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-  const i64 rows = P.rows, rowb = P.n * (i64)sizeof(T);
-  const i64 last = (rowb - 1) / CH;      // a row's last chunk in scan order
-  const bool ragged = rowb % CH != 0;    // ... is partial
   unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
-  // byte offset of row r in operand k: the outer dims coalesce to one (the host's condition)
-  auto row_at = [&](i64 r, int k) -> i64 { return r * P.op[k].outer.v[0] * (i64)sizeof(T); };
-  // chunk c of a row starts at byte start(c) (reverse: negative for the partial last one)
-  auto start = [&](i64 c) -> i64 { return kRev ? rowb - (c + 1) * CH : c * CH; };
-  // the copy side: row ir, its chunk ic, ring slot islot
-  i64 ir = blockIdx.x, ic = 0;
-  const unsigned char* in[NIN];
-  const unsigned char* isrc[NIN];
-#pragma unroll
-  for (int k = 0; k < NIN; ++k) {
-    in[k] = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0 + k));
-    isrc[k] = ir < rows ? in[k] + row_at(ir, IN0 + k) : in[k];
-  }
-  int islot = 0;
-  auto issue = [&]() {
-    if (ir < rows) {
-      unsigned char* slot = ring + islot * SLOT;
-      const i64 s = start(ic);
-      if (!ragged || ic != last) {
-#pragma unroll
-        for (int k = 0; k < NIN; ++k)
-#pragma unroll
-          for (int l = 0; l < COPIES; ++l) {
-            const int off = (t + l * kBlock) * 16;
-            cp_async16(slot + k * CH + off, isrc[k] + s + off);
-          }
-      } else {
-#pragma unroll
-        for (int k = 0; k < NIN; ++k)
-#pragma unroll
-          for (int l = 0; l < COPIES; ++l) {
-            const int off = (t + l * kBlock) * 16;
-            const bool inside = s + off >= 0 && s + off < rowb;
-            cp_async16_fill(slot + k * CH + off, inside ? isrc[k] + s + off : isrc[k],
-                            inside ? 16 : 0);
-          }
-      }
-      if (ic == last) {
-        ic = 0;
-        ir += gridDim.x;
-        if (ir < rows) {
-#pragma unroll
-          for (int k = 0; k < NIN; ++k) isrc[k] = in[k] + row_at(ir, IN0 + k);
-        }
-      } else {
-        ++ic;
-      }
-      islot = islot == STAGES - 1 ? 0 : islot + 1;
-    }
-    cp_async_commit();  // an empty group past the end keeps the wait counts uniform
-  };
+  RingFeed<T, NIN, CH, STAGES, kRev> feed(P, ring);
+  const i64 rows = feed.rows, rowb = feed.rowb, last = feed.last;
+  const bool ragged = feed.ragged;
+  auto row_at = [&](i64 r, int k) -> i64 { return feed.row_at(r, k); };
+  auto start = [&](i64 c) -> i64 { return feed.start(c); };
 #pragma unroll 1
-  for (int k = 0; k < STAGES - 1; ++k) issue();
+  for (int k = 0; k < STAGES - 1; ++k) feed.issue();
   // the scan side: row sr, its chunk sc, ring slot sslot
   i64 sr = blockIdx.x, sc = 0;
   unsigned char* sdst = sr < rows ? out + row_at(sr, OUT) : out;
@@ -3593,7 +3645,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     // this chunk is in shared memory for every thread, and every thread is done with the
     // slot that the next copy refills (read in the previous iteration)
     __syncthreads();
-    issue();
+    feed.issue();
     const unsigned char* slot = ring + sslot * SLOT;
     // the vector of operand k a lane scans j-th (vs: its index in scan order)
     auto vec_at = [&](int k, int vs) -> int4 {
@@ -3720,6 +3772,236 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
 template <typename T, typename A, class Op>
 __device__ void scan_ring(const Params& P) {
   BC_SCAN_BY_DIRECTION(scan_ring_dir, T, A, Op);
+}
+
+// ---------------------------------- the cummax/cummin backward through a ring (max_bwd_ring)
+// Contiguous rows of x, dy and dx under the ring's conditions (the host's: _kernels._max_ring),
+// walked as scan_ring walks its rows, x and dy staged (IN0 = x, IN1 = dy, OUT = dx; `reverse`
+// and `mode` those of the forward), chunks in the forward's scan order. Each thread takes a run
+// of J vectors of the chunk (E positions; the ring's vectors swizzled so that these reads hit
+// eight bank groups). A chunk takes two block scans of one state a lane: the winner flags
+// (MaxFlagOp's running key, on from the row's carry), then the segmented sums of dy (SegBwdOp:
+// a lane's state is whether it holds a winner and its dy before the first) in the opposite
+// order, from the chunk's end with nothing after it; each lane then walks its positions from
+// its last. Every winner's dx is then final but that of the chunk's last winner, whose
+// segment may run on into the next chunks: the block keeps it pending (its scan position and
+// partial sum, uniform over the block), adds to it each later chunk's dy before that chunk's
+// first winner (the b of the chunk's total; all of its dy where it has none), and thread 0
+// stores it once a later chunk has a winner or the row ends (its partial was stored with its
+// vector first, past a block barrier). One pass over x and dy, where the warp and block
+// kernels write and read back a flag byte a position and keep one tile of loads in flight a
+// warp: on an H200 over 4096 x 8192, f32 147.5 -> 135.0 us, bf16 142.7 -> 89.3; over 256 x
+// 65536, 183.4 -> 72.8 and 181.9 -> 50.4 (docs/benchmarks.md, round 33). Positions past a
+// partial chunk's end hold x = 0 and dy = 0: they may win, but come after every valid one and
+// add nothing to any sum, and they are never stored.
+template <typename T, typename A, bool kRev>
+__device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
+  typedef Pair<A> S2;
+  constexpr int NIN = 2;
+  constexpr int CH = kRingChunkOf<NIN>;  // bytes of x (and of dy) a chunk
+  constexpr int STAGES = kRingStagesOf<NIN>;
+  constexpr int SLOT = CH * NIN;
+  constexpr int L = 16 / (int)sizeof(T);  // elements a vector
+  constexpr int NV = CH / 16;             // vectors a chunk and operand
+  constexpr int W = kBlock / 32;
+  constexpr int J = NV / kBlock;          // a run of J vectors a lane: t * J + j
+  constexpr int E = J * L;                // positions a lane
+  constexpr int SWZ = J >= 16 ? 4 : 3;  // log2(max(J, 8)) for J <= 16: see ring_swizzle
+  constexpr i64 CHE = CH / (int)sizeof(T);  // positions a chunk
+  static_assert(J >= 1 && J <= 16 && E <= 64, "ring tile shape");
+  typedef typename Pick<(E > 32), unsigned long long, unsigned>::type Mask;
+  extern __shared__ int4 ring_buf[];
+  __shared__ A key_tot[2][W];   // the warps' running keys, then
+  __shared__ S2 seg_tot[2][W];  // their segmented sums, a buffer a chunk in turn
+  __shared__ i64 pend_q[2];     // the chunk's last winner (scan position) and its partial dx
+  __shared__ A pend_v[2];
+  unsigned char* ring = reinterpret_cast<unsigned char*>(ring_buf);
+  const MaxFlagOp<A> fop{P.mode};
+  const SegBwdOp<A> bop{0};
+  const int mode = P.mode;
+  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  RingFeed<T, NIN, CH, STAGES, kRev, SWZ> feed(P, ring);
+#pragma unroll 1
+  for (int k = 0; k < STAGES - 1; ++k) feed.issue();
+  T* const out = static_cast<T*>(P.op[OUT].ptr);
+  const i64 rows = feed.rows, n = P.n;
+  i64 sr = blockIdx.x, sc = 0;
+  T* dst = sr < rows ? out + P.op[OUT].outer.v[0] * sr : out;
+  int sslot = 0, half = 0;
+  A key_carry = fop.identity();  // the row's running key before this chunk
+  i64 pq = -1;                   // the pending winner's scan position (-1: none)
+  A pv = A(0);                   // ... and its dx so far
+  bool take = false;             // the previous chunk's last winner becomes pending
+  // A chunk's dx goes to the x part of its slot, and from there to memory in whole lines at
+  // the top of the next chunk (or after the last), before the copy that refills the slot:
+  // each thread stores the vectors that its own copies overwrite next. (Stored from the
+  // lanes' runs, a warp's 16-byte stores lay J vectors apart: on an H200 that took L2 to 79 %
+  // of its throughput with DRAM at 48 %.)
+  const unsigned char* oslot = nullptr;  // the previous chunk's slot, none before the first
+  unsigned char* odst = nullptr;         // ... its row of dx, its first byte, and whether
+  i64 ostart = 0;                        // it is the row's partial last chunk
+  bool ocheck = false;
+  auto flush = [&]() {
+    if (oslot == nullptr) return;
+#pragma unroll
+    for (int l = 0; l < J; ++l) {
+      const int off = (t + l * kBlock) * 16;
+      const int4 word = *reinterpret_cast<const int4*>(oslot + ring_swizzle<SWZ>(off));
+      const i64 at = ostart + off;
+      if (!ocheck || (at >= 0 && at < feed.rowb)) *reinterpret_cast<int4*>(odst + at) = word;
+    }
+  };
+  while (sr < rows) {  // uniform over the block
+    cp_async_wait<STAGES - 2>();
+    // this chunk is in shared memory for every thread, and every thread is done with the
+    // slot that the next copy refills (and with the buffers of two chunks ago)
+    __syncthreads();
+    flush();  // the previous chunk's dx, from the slot that feed.issue refills
+    feed.issue();
+    if (take) {
+      pq = pend_q[half ^ 1];
+      pv = pend_v[half ^ 1];
+    }
+    const unsigned char* slot = ring + sslot * SLOT;
+    // operand k's positions of this lane, in scan order
+    auto load = [&](int k, A (&v)[E]) {
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int vs = t * J + j;  // the vector's index in scan order
+        const int off = ring_swizzle<SWZ>((kRev ? NV - 1 - vs : vs) * 16);
+        const int4 raw = *reinterpret_cast<const int4*>(slot + k * CH + off);
+        T e[L];
+        memcpy(e, &raw, 16);
+#pragma unroll
+        for (int i = 0; i < L; ++i) v[j * L + i] = to_acc(e[kRev ? L - 1 - i : i]);
+      }
+    };
+    // the winner flags: the lane's running key, scanned over the warp and the block; then
+    // each position's key against the running key before it
+    Mask own = 0;  // bit i: the lane's position i wins
+    {
+      A v[E];
+      load(0, v);
+      A m = max_key(mode, v[0]);
+#pragma unroll
+      for (int i = 1; i < E; ++i) m = fop.combine(m, max_key(mode, v[i]));
+      A inc = m;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const A o = shfl_up(inc, d);
+        if (lane >= d) inc = fop.combine(o, inc);
+      }
+      const A before = shfl_up(inc, 1);
+      if (lane == 31) key_tot[half][w] = inc;
+      __syncthreads();
+      A run = key_carry;
+#pragma unroll
+      for (int h = 0; h < W; ++h) {
+        const A th = key_tot[half][h];
+        if (h < w) run = fop.combine(run, th);
+        key_carry = fop.combine(key_carry, th);
+      }
+      if (lane) run = fop.combine(run, before);
+      const bool first = sc == 0 && t == 0;  // the row's position 0 is this lane's first
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const A key = max_key(mode, v[i]);
+        if (key_wins(mode, key, run) || (first && i == 0)) own |= Mask(1) << i;
+        run = fop.combine(run, key);
+      }
+    }
+    // the segmented sums, from the chunk's end: the lane's state (a: no winner in it; b: its
+    // dy before its first winner), scanned over the warp (lanes from 31) and the block (warps
+    // from the last); then the lane's positions from its last, from the sum after it
+    const i64 q0 = sc * CHE;  // the chunk's first scan position
+    A g[E];
+    load(1, g);
+    S2 inc;
+    {
+      const int fw = own ? __ffsll((long long)own) - 1 : E;  // the lane's first winner
+      A b = A(0);
+#pragma unroll
+      for (int i = 0; i < E; ++i) b += i < fw ? g[i] : A(0);
+      inc = S2{own ? A(0) : A(1), b};
+    }
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const S2 o = shfl_down(inc, d);
+      if (lane + d < 32) inc = bop.combine(o, inc);
+    }
+    const S2 after = shfl_down(inc, 1);
+    if (lane == 0) seg_tot[half][w] = inc;
+    __syncthreads();
+    S2 e = bop.identity(), tot = bop.identity();
+#pragma unroll
+    for (int h = W - 1; h >= 0; --h) {
+      const S2 th = seg_tot[half][h];
+      if (h > w) e = bop.combine(e, th);
+      tot = bop.combine(tot, th);
+    }
+    if (lane < 31) e = bop.combine(e, after);  // the sums after the lane, to the chunk's end
+    A vnext = e.b;                             // V of the position after the current one
+    // the chunk's last winner, where it is this lane's last (none after it in the chunk): its
+    // dx so far becomes pending
+    const int lw = own && e.a != A(0)
+                       ? (sizeof(Mask) == 8 ? 63 - __clzll((long long)own) : 31 - __clz((int)own))
+                       : -1;
+    A lv = A(0);
+    T o[E];
+#pragma unroll
+    for (int i = E - 1; i >= 0; --i) {
+      const bool won = (own >> i) & 1u;
+      const A v = won ? g[i] + vnext : A(0);
+      vnext = won ? A(0) : g[i] + vnext;
+      if (i == lw) lv = v;
+      o[i] = from_acc<T>(v);
+    }
+    if (lw >= 0) {
+      pend_q[half] = q0 + (i64)t * E + lw;
+      pend_v[half] = lv;
+    }
+#pragma unroll
+    for (int j = 0; j < J; ++j) {  // into the x part of the slot (every thread is done with it)
+      const int vs = t * J + j;
+      T ov[L];
+#pragma unroll
+      for (int i = 0; i < L; ++i) ov[kRev ? L - 1 - i : i] = o[j * L + i];
+      int4 word;
+      memcpy(&word, ov, 16);
+      *reinterpret_cast<int4*>(ring + sslot * SLOT + ring_swizzle<SWZ>((kRev ? NV - 1 - vs : vs) * 16)) = word;
+    }
+    oslot = ring + sslot * SLOT;
+    odst = reinterpret_cast<unsigned char*>(dst);
+    ostart = feed.start(sc);
+    ocheck = feed.ragged && sc == feed.last;  // the row's partial last chunk
+    // the pending winner takes this chunk's dy before its first winner; it is final where the
+    // chunk has a winner or the row ends here
+    const bool has = tot.a == A(0);
+    if (pq >= 0) pv += tot.b;
+    const bool row_end = sc == feed.last;
+    if (t == 0 && pq >= 0 && (has || row_end)) dst[kRev ? n - 1 - pq : pq] = from_acc<T>(pv);
+    if (row_end) {
+      sc = 0;
+      sr += gridDim.x;
+      key_carry = fop.identity();
+      pq = -1;
+      pv = A(0);
+      take = false;
+      if (sr < rows) dst = out + P.op[OUT].outer.v[0] * sr;
+    } else {
+      ++sc;
+      take = has;
+    }
+    sslot = sslot == STAGES - 1 ? 0 : sslot + 1;
+    half ^= 1;
+  }
+  __syncthreads();
+  flush();
+}
+
+template <typename T, typename A>
+__device__ void scan_max_bwd_ring(const Params& P) {
+  BC_SCAN_BY_DIRECTION(max_bwd_ring_dir, T, A);
 }
 
 // ------------------------------------------- few long rows in one pass (sm_90, "stream")
@@ -4351,5 +4633,10 @@ BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
 }
 BC_LB_KERNEL(scan_max_bwd_rows8, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC, 8>(f, b);
+}
+// through a ring: 96 KiB of it, two blocks an SM (at most 128 registers; the 2-byte types use
+// them all, without spilling)
+extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_max_bwd_ring)(bc::scan::Params p) {
+  bc::scan::scan_max_bwd_ring<BC_T, BC_ACC>(p);
 }
 #endif
