@@ -1245,41 +1245,58 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
             dyn[0, 1::7] = np.inf  # in their own winners' segments only
             dyn[6, 2::5] = np.nan
             dy = torch.from_numpy(dyn).to("cuda", dt)
-            x64, dy64 = _np64(x), _np64(dy)
-            for tie in TieBreak:
-                for reverse in (False, True):
-                    what = f"{kind.value} {shape} {xname} {tie.value} rev={reverse}"
-                    names.clear()
-                    dx = run_backward(kind, dy, x, None, 1, reverse, tie)
-                    sm = device_info(torch.cuda.current_device()).sm_count
-                    lanes = 16 // element.itemsize
-                    seg = (xname == "contiguous" and shape[1] * element.itemsize <= K.SEG_MAX_BYTES
-                           and math.prod(shape) % lanes == 0)  # fmt: skip
-                    if xname == "contiguous" and takes_max_ring(shape, element.itemsize, sm):
-                        assert names == ["scan_max_bwd_ring"], (what, names)
-                    elif seg:  # both passes on segmented tiles (x and dy one aligned run)
-                        assert names == ["scan_maxflag_seg", "scan_seg_bwd_seg"], (what, names)
-                    elif (ch := K.chunking("rows", shape[0], shape[1], element.itemsize,
-                                           sm)).layout == "rows1":  # a warp per line  # fmt: skip
-                        assert names == ["scan_max_bwd_rows"], (what, names)
-                    elif ch.layout == "rows8" and ch.nchunks == 1:  # a block per line
-                        assert names == ["scan_max_bwd_rows8"], (what, names)
-                    else:  # two launches
-                        fused = [k for k in names if k.startswith("scan_max_bwd")]
-                        assert not fused, (what, names)
-                    ref = R.scan_backward(kind, dy64, x=x64, axis=1, reverse=reverse,
-                                          tie_break=tie)  # fmt: skip
-                    mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=1,
-                                                 reverse=reverse, tie_break=tie))  # fmt: skip
-                    assert_close(dx, ref, element, scale=max(1.0, math.sqrt(shape[1]) / 4),
-                                 magnitude=mag, what=what)  # fmt: skip
-                    monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
-                    names.clear()
-                    two = run_backward(kind, dy, x, None, 1, reverse, tie)
-                    monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", True)
-                    assert names and not any(k.startswith("scan_max_bwd") for k in names), names
-                    assert_close(dx, _np64(two), element, scale=max(1.0, math.sqrt(shape[1]) / 4),
-                                 magnitude=mag, what=f"{what} vs two passes")  # fmt: skip
+            sm = device_info(torch.cuda.current_device()).sm_count
+            lanes = 16 // element.itemsize
+
+            def expect(names: list[str], what: str) -> None:
+                seg = (xname == "contiguous" and shape[1] * element.itemsize <= K.SEG_MAX_BYTES
+                       and math.prod(shape) % lanes == 0)  # fmt: skip
+                if xname == "contiguous" and takes_max_ring(shape, element.itemsize, sm):
+                    assert names == ["scan_max_bwd_ring"], (what, names)
+                elif seg:  # both passes on segmented tiles (x and dy one aligned run)
+                    assert names == ["scan_maxflag_seg", "scan_seg_bwd_seg"], (what, names)
+                elif (ch := K.chunking("rows", shape[0], shape[1], element.itemsize,
+                                       sm)).layout == "rows1":  # a warp per line  # fmt: skip
+                    assert names == ["scan_max_bwd_rows"], (what, names)
+                elif ch.layout == "rows8" and ch.nchunks == 1:  # a block per line
+                    assert names == ["scan_max_bwd_rows8"], (what, names)
+                else:  # two launches
+                    fused = [k for k in names if k.startswith("scan_max_bwd")]
+                    assert not fused, (what, names)
+
+            check_max_backward(kind, element, dy, x, f"{kind.value} {shape} {xname}", expect,
+                               names, monkeypatch)  # fmt: skip
+
+
+def check_max_backward(kind: ScanKind, element: ElementKind, dy: Any, x: Any, what: str,
+                       expect: Callable[[list[str], str], None], names: list[str],
+                       monkeypatch: Any) -> None:  # fmt: skip
+    """The cummax/cummin backward of ``dy`` and ``x`` along their last axis, both tie-breaks
+    and directions: ``expect(kernels, what)`` checks the kernels it ran (``names``, from
+    ``launched_kernels``); dx (poisoned beforehand) against the float64 reference and against
+    the two launches (flags, then the segmented scan)."""
+    from baracuda.scan import _kernels as K
+
+    axis, sc = x.dim() - 1, max(1.0, math.sqrt(x.shape[-1]) / 4)
+    x64, dy64 = _np64(x), _np64(dy)
+    for tie in TieBreak:
+        for reverse in (False, True):
+            w = f"{what} {tie.value} rev={reverse}"
+            names.clear()
+            dx = run_backward(kind, dy, x, None, axis, reverse, tie)
+            expect(list(names), w)
+            with np.errstate(invalid="ignore"):  # inf - inf where a segment holds both
+                ref = R.scan_backward(kind, dy64, x=x64, axis=-1, reverse=reverse, tie_break=tie)
+                mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=-1,
+                                             reverse=reverse, tie_break=tie))  # fmt: skip
+            assert_close(dx, ref, element, scale=sc, magnitude=mag, what=w)
+            monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
+            names.clear()
+            two = run_backward(kind, dy, x, None, axis, reverse, tie)
+            monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", True)
+            assert names and not any(k.startswith("scan_max_bwd") for k in names), (w, names)
+            assert_close(dx, _np64(two), element, scale=sc, magnitude=mag,
+                         what=f"{w} vs two passes")  # fmt: skip
 
 
 def takes_max_ring(shape: tuple[int, ...], itemsize: int, sm: int) -> bool:
@@ -1359,25 +1376,12 @@ def test_max_backward_ring(kind: ScanKind, element: ElementKind, monkeypatch: An
         else:
             x = torch.from_numpy(xn).to("cuda", dt)
         dy = torch.from_numpy(dyn).to("cuda", dt)
-        x64, dy64 = _np64(x), _np64(dy)
-        for tie in TieBreak:
-            for reverse in (False, True):
-                what = f"{kind.value} {element.value} {name} {shape} {tie.value} rev={reverse}"
-                names.clear()
-                dx = run_backward(kind, dy, x, None, x.dim() - 1, reverse, tie)
-                assert names == ["scan_max_bwd_ring"], (what, names)
-                with np.errstate(invalid="ignore"):
-                    ref = R.scan_backward(kind, dy64, x=x64, axis=-1, reverse=reverse,
-                                          tie_break=tie)  # fmt: skip
-                    mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=-1,
-                                                 reverse=reverse, tie_break=tie))  # fmt: skip
-                sc = max(1.0, math.sqrt(shape[-1]) / 4)
-                assert_close(dx, ref, element, scale=sc, magnitude=mag, what=what)
-                monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
-                two = run_backward(kind, dy, x, None, x.dim() - 1, reverse, tie)
-                monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", True)
-                assert_close(dx, _np64(two), element, scale=sc, magnitude=mag,
-                             what=f"{what} vs two passes")  # fmt: skip
+
+        def expect(names: list[str], what: str) -> None:
+            assert names == ["scan_max_bwd_ring"], (what, names)
+
+        check_max_backward(kind, element, dy, x, f"{kind.value} {element.value} {name} {shape}",
+                           expect, names, monkeypatch)  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP],
