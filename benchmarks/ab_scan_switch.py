@@ -70,6 +70,7 @@ EXTREMA_BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
     ("cummax_backward", (16, 3001), 1),
     ("cummax_backward", (4096, 8192), 1),
     ("cummax_backward", (8192, 4096), 1),
+    ("cummax_backward", (8192, 2048), 1),
     ("cummax_backward", (256, 65536), 1),
 ]
 # the cumprod and logcumsumexp backward along a contiguous axis (--backward: these cases alone)

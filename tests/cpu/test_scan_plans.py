@@ -528,13 +528,15 @@ def test_max_backward_ring(itemsize: int, reverse: bool, monkeypatch: pytest.Mon
     """The cummax/cummin backward takes one ring launch (scan_max_bwd_ring: x as IN0, dy as
     IN1, dx as OUT, the forward's direction and mode, no flags) where x, dy and dx allow
     16-byte vectors along a contiguous axis, the rows are of one stride, at least one chunk
-    long and whole vectors, and many enough to fill the launch; elsewhere the warp and block
-    kernels or the two passes, as before."""
+    long (scan_max_bwd_ring8: half a chunk) and whole vectors, and many enough to fill the
+    launch; elsewhere the warp and block kernels or the two passes, as before."""
     from baracuda.scan import _kernels as K
 
+    assert K.RING_MAX_BACKWARD_SHORT_ITEMSIZES == (2,)
     log = _LaunchLog("sm_90")
     grids = _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    monkeypatch.setattr(K, "RING_MAX_BACKWARD_SHORT_ITEMSIZES", (2, 4, 8))
     params: list[Params] = []
     real = K._params
 
@@ -557,25 +559,32 @@ def test_max_backward_ring(itemsize: int, reverse: bool, monkeypatch: pytest.Mon
             itemsize=itemsize, sm_count=132,
         )  # fmt: skip
 
-    n = 16384 // itemsize  # rows of 16 KiB
-    assert run((4096, n), mode=3) == "max_bwd_ring264"
+    n = K.RING_MAX_BACKWARD_CHUNK // itemsize  # rows of one chunk
+    lanes = 16 // itemsize
+    assert run((4096, n), mode=3) == "max_bwd_ring/264"
     assert [c[0] for c in log.calls] == ["scan_max_bwd_ring"]
     assert grids == [((264, 1, 1), K.RING_SMEM)]
     p = params[0]
     assert (p.op[K.IN0].ptr, p.op[K.IN1].ptr, p.op[K.OUT].ptr) == (2 << 28, 1 << 28, 3 << 28)
     assert not p.op[K.IN2].ptr and not p.op[K.AUX].ptr  # no flags
     assert (p.reverse, p.mode, p.vec, p.n, p.rows) == (int(reverse), 3, 1, n, 4096)
-    assert run((4096, K.RING_MAX_BACKWARD_CHUNK // itemsize)) == "max_bwd_ring264"  # one chunk
-    assert run((132, 3 * n + 16 // itemsize)) == "max_bwd_ring132"  # a partial last chunk
+    assert run((132, 3 * n + lanes)) == "max_bwd_ring/132"  # a partial last chunk
+    # rows of half a chunk to one: the ring in half chunks (RING_MAX_BACKWARD_SHORT_ITEMSIZES)
+    assert run((4096, n - lanes)) == "max_bwd_ring8/264"
+    assert run((4096, n // 2)) == "max_bwd_ring8/264"
+    assert [c[0] for c in log.calls] == ["scan_max_bwd_ring8"]
+    assert grids == [((264, 1, 1), K.RING_SMEM)]
     # and where the ring cannot take the rows
-    short = K.RING_MAX_BACKWARD_CHUNK // itemsize - 16 // itemsize
-    assert "ring" not in str(run((4096, short)))  # under one chunk
+    assert "ring" not in str(run((4096, n // 2 - lanes)))  # under half a chunk
     if itemsize < 8:
         assert "ring" not in str(run((4096, n + 1), x=Slot(2 << 28, (n + 8, 1))))  # odd rows
     assert "ring" not in str(run((4096, n), dy=Slot((1 << 28) + itemsize, (n, 1))))  # misaligned
     assert "ring" not in str(run((4096, n), x=Slot(2 << 28, (2 * n, 2))))  # strided x
     assert "ring" not in str(run((64, n)))  # too few rows to fill the launch
     assert all("ring" not in c[0] for c in log.calls)
+    monkeypatch.setattr(K, "RING_MAX_BACKWARD_SHORT_ITEMSIZES", ())
+    assert "ring" not in str(run((4096, n // 2)))
+    assert run((4096, n)) == "max_bwd_ring/264"
     monkeypatch.setattr(K, "RING_MAX_BACKWARD", False)
     assert "ring" not in str(run((4096, n)))
 
@@ -886,7 +895,8 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_strip" for op in STRIP_OPS}
     | {f"scan_{op}_ring" for op in RING_OPS}
-    | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", _SHARED}
+    | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
+       _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
     | {f"scan_{op}_{k}" for op in STREAM_OPS for k in STREAM_KINDS}
     | {f"scan_{op}_{k}" for op in ROUNDS_OPS for k in ROUNDS_KINDS}

@@ -1251,8 +1251,9 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
             def expect(names: list[str], what: str) -> None:
                 seg = (xname == "contiguous" and shape[1] * element.itemsize <= K.SEG_MAX_BYTES
                        and math.prod(shape) % lanes == 0)  # fmt: skip
-                if xname == "contiguous" and takes_max_ring(shape, element.itemsize, sm):
-                    assert names == ["scan_max_bwd_ring"], (what, names)
+                ring = max_ring_kernel(shape, element.itemsize, sm)
+                if xname == "contiguous" and ring:
+                    assert names == [ring], (what, names)
                 elif seg:  # both passes on segmented tiles (x and dy one aligned run)
                     assert names == ["scan_maxflag_seg", "scan_seg_bwd_seg"], (what, names)
                 elif (ch := K.chunking("rows", shape[0], shape[1], element.itemsize,
@@ -1299,14 +1300,22 @@ def check_max_backward(kind: ScanKind, element: ElementKind, dy: Any, x: Any, wh
                          what=f"{w} vs two passes")  # fmt: skip
 
 
-def takes_max_ring(shape: tuple[int, ...], itemsize: int, sm: int) -> bool:
-    """Whether the cummax/cummin backward of dense, aligned operands of ``shape`` along the
-    last axis takes the ring (``_kernels._max_ring``; two blocks an SM fit on sm_80+)."""
+def max_ring_kernel(shape: tuple[int, ...], itemsize: int, sm: int) -> str | None:
+    """The ring kernel that the cummax/cummin backward of dense, aligned operands of ``shape``
+    along the last axis takes, or None (``_kernels._max_ring``; two blocks an SM fit on
+    sm_80+)."""
     from baracuda.scan import _kernels as K
 
     rowb = shape[-1] * itemsize
-    return (K.RING_MAX_BACKWARD and rowb % 16 == 0 and rowb >= K.RING_MAX_BACKWARD_CHUNK
-            and K._ring_grid(math.prod(shape[:-1]), sm, K.RING_BLOCKS_PER_SM) > 0)  # fmt: skip
+    if not K.RING_MAX_BACKWARD or rowb % 16:
+        return None
+    if K._ring_grid(math.prod(shape[:-1]), sm, K.RING_BLOCKS_PER_SM) == 0:
+        return None
+    if rowb >= K.RING_MAX_BACKWARD_CHUNK:
+        return "scan_max_bwd_ring"
+    short = rowb >= K.RING_MAX_BACKWARD_CHUNK // 2
+    return "scan_max_bwd_ring8" if short and itemsize in K.RING_MAX_BACKWARD_SHORT_ITEMSIZES \
+        else None
 
 
 def _max_ring_input(shape: tuple[int, ...], ce: int, seed: int) -> np.ndarray:
@@ -1338,15 +1347,17 @@ def _max_ring_input(shape: tuple[int, ...], ce: int, seed: int) -> np.ndarray:
 def test_max_backward_ring(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """The cummax/cummin backward through a ring (scan_max_bwd_ring: one pass, the chunk's
     winner flags and segmented sums in registers, the last winner of a chunk pending into the
-    next ones): rows of one chunk, of several, with a partial last chunk, long rows, rank 3,
-    padded rows; NaN (one, several, across a chunk boundary), +-inf, ties, winners at every
-    position, at the chunks' first or last positions only, one winner for a whole row; dy
-    with inf and NaN; both tie-breaks and directions. Against the float64 reference (dx
-    poisoned beforehand) and the two launches (flags, then the segmented scan)."""
+    next ones): rows of half chunks (scan_max_bwd_ring8), of one chunk, of several, with a
+    partial last chunk, long rows, rank 3, padded rows; NaN (one, several, across a chunk
+    boundary), +-inf, ties, winners at every position, at the chunks' first or last
+    positions only, one winner for a whole row; dy with inf and NaN; both tie-breaks and
+    directions. Against the float64 reference (dx poisoned beforehand) and the two launches
+    (flags, then the segmented scan)."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
     assert K.RING_MAX_BACKWARD and K.FUSED_MAX_BACKWARD
+    monkeypatch.setattr(K, "RING_MAX_BACKWARD_SHORT_ITEMSIZES", (2, 4, 8))  # every dtype's
     names = launched_kernels(monkeypatch)
     dt = torch_dtype(element)
     it = element.itemsize
@@ -1354,6 +1365,7 @@ def test_max_backward_ring(kind: ScanKind, element: ElementKind, monkeypatch: An
     lanes = 16 // it
     sm = device_info(torch.cuda.current_device()).sm_count
     cases: list[tuple[str, tuple[int, ...], int]] = [  # name, shape, row stride (0: dense)
+        ("half chunks", (2 * sm, ce // 2 + lanes), 0),
         ("one chunk", (2 * sm, ce), 0),
         ("chunks", (sm, 4 * ce), 0),
         ("partial last chunk", (2 * sm, 3 * ce + lanes), 0),
@@ -1378,7 +1390,8 @@ def test_max_backward_ring(kind: ScanKind, element: ElementKind, monkeypatch: An
         dy = torch.from_numpy(dyn).to("cuda", dt)
 
         def expect(names: list[str], what: str) -> None:
-            assert names == ["scan_max_bwd_ring"], (what, names)
+            want = "scan_max_bwd_ring" if shape[-1] >= ce else "scan_max_bwd_ring8"
+            assert names == [want], (what, names)
 
         check_max_backward(kind, element, dy, x, f"{kind.value} {element.value} {name} {shape}",
                            expect, names, monkeypatch)  # fmt: skip

@@ -608,6 +608,13 @@ FUSED_MAX_BACKWARD_BLOCKS = True
 RING_MAX_BACKWARD = True
 RING_MAX_BACKWARD_CHUNK = 16384  # scan.cu kRingChunkOf<2>
 RING_MAX_BACKWARD_STAGES = 3  # scan.cu kRingStagesOf<2>
+# Switch (under RING_MAX_BACKWARD): rows of half a chunk to one chunk in the itemsizes listed
+# take the ring in chunks of half the size (scan_max_bwd_ring8: RING_MAX_BACKWARD_CHUNK // 2
+# bytes, twice the stages). On an H200 (docs/benchmarks.md, round 33) bf16 8192 x 4096 took
+# 102.3 us against the warp per line's 132.3, 600 x 4104 21.4 against the block per line's
+# 28.6; in f32, 1500 x 2048 gained (24.4 against 26.6) but 8192 x 2048 lost (83.2 against
+# the warp per line's 74.0), so 2-byte types only (f64 not measured). Read at each launch.
+RING_MAX_BACKWARD_SHORT_ITEMSIZES: tuple[int, ...] = (2,)
 assert RING_MAX_BACKWARD_CHUNK * 2 * RING_MAX_BACKWARD_STAGES == RING_SMEM
 
 # scan.cu is compiled as one program per group of ops (the macro BC_SCAN_GROUP_<NAME>): a
@@ -693,7 +700,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
-        + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring")
+        + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8")
            if group == "max_bwd" else ())
     )  # fmt: skip
 
@@ -1134,6 +1141,7 @@ _SWITCHES = (
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
     "STREAM_ROWS", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD_ITEMSIZES", "RING_LSE_BACKWARD_ITEMSIZES", "RING_MAX_BACKWARD",
+    "RING_MAX_BACKWARD_SHORT_ITEMSIZES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1499,27 +1507,33 @@ def _launch_coop(module: LoadedModule, op: str, stream: Stream, params: Params,
 
 def _max_ring(module: LoadedModule, shape: tuple[int, ...], axis: int, *, reverse: bool,
               mode: int, dy: Slot, x: Slot, dx: Slot, itemsize: int,
-              sm_count: int) -> tuple[Params, int] | None:  # fmt: skip
-    """The Params and grid of the cummax/cummin backward through a ring
+              sm_count: int) -> tuple[Params, int, str] | None:  # fmt: skip
+    """The Params, grid and kernel of the cummax/cummin backward through a ring
     (``scan_max_bwd_ring``: IN0 = x, IN1 = dy, OUT = dx, ``reverse`` and ``mode`` the
     forward's) where ``RING_MAX_BACKWARD`` is on and the rows meet its conditions: x, dy and
     dx allowing 16-byte vectors along a contiguous axis (``layout`` "rows"), outer dims that
-    coalesce to one, rows of at least one chunk and whole vectors, enough rows to fill the
+    coalesce to one, rows of at least one chunk (``scan_max_bwd_ring8``'s half chunk in the
+    itemsizes of RING_MAX_BACKWARD_SHORT_ITEMSIZES) and whole vectors, enough rows to fill the
     launch (``_ring_grid``) and room for the ring on the device; else None."""
     n = shape[axis]
     rowb = n * itemsize
-    if not RING_MAX_BACKWARD or rowb % 16 or rowb < RING_MAX_BACKWARD_CHUNK:
+    if rowb >= RING_MAX_BACKWARD_CHUNK:
+        kernel = "scan_max_bwd_ring"
+    elif rowb >= RING_MAX_BACKWARD_CHUNK // 2 and itemsize in RING_MAX_BACKWARD_SHORT_ITEMSIZES:
+        kernel = "scan_max_bwd_ring8"
+    else:
+        return None
+    if not RING_MAX_BACKWARD or rowb % 16:
         return None
     params = _params(shape, axis, [x, dy, None, dx, None], (IN0, IN1, OUT), itemsize, "rows",
                      reverse, mode)  # fmt: skip
     if not params.vec or params.outer.rank != 1:
         return None
-    kernel = "scan_max_bwd_ring"
     if _smem_room(module, kernel) < RING_SMEM:
         return None
     per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
     grid = _ring_grid(params.rows, sm_count, per_sm)
-    return (params, grid) if grid else None
+    return (params, grid, kernel) if grid else None
 
 
 def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int,
@@ -1541,14 +1555,13 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
     ring = _max_ring(module, shape, axis, reverse=reverse, mode=mode, dy=dy, x=x, dx=dx,
                      itemsize=itemsize, sm_count=sm_count)  # fmt: skip
     if ring is not None:
-        params, grid = ring
-        kernel = "scan_max_bwd_ring"
+        params, grid, kernel = ring
         fn = module.function(kernel, RING_SMEM)
         launch(fn, (grid, 1, 1), BLOCK, RING_SMEM, stream, [params], kernel)
         if rec is not None:  # its pointers: (dy, x, dx, flags); x is IN0, dy IN1
             rec.kernel(fn, (grid, 1, 1), BLOCK, RING_SMEM, [(params, (1, 0, None, 2, None))],
                        kernel, False, False)  # fmt: skip
-        return f"max_bwd_ring{grid}"
+        return f"{kernel.removeprefix('scan_')}/{grid}"
     if (_seg_rows("maxflag", shape, axis, [x, None, None, None, flags], itemsize, reverse,
                   mode | 4)
             and _seg_rows("seg_bwd", shape, axis, [dy, None, None, dx, flags], itemsize,

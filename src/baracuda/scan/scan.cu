@@ -24,9 +24,9 @@
 //                  logcumsumexp backward: 8 KiB): a block takes a sequence of rows and walks
 //                  each in chunks staged in shared memory by cp.async (see "contiguous rows
 //                  through a ring").
-//   max_bwd_ring / max_bwd_rows / max_bwd_rows8  the cummax/cummin backward in one kernel:
-//                  contiguous rows through a ring (one pass), or a warp / a block per line
-//                  (both passes).
+//   max_bwd_ring / max_bwd_ring8 / max_bwd_rows / max_bwd_rows8  the cummax/cummin backward
+//                  in one kernel: contiguous rows through a ring (one pass; chunks of 16 or
+//                  8 KiB), or a warp / a block per line (both passes).
 //   zero           zeroes the look-back workspace before an lb* launch (its dependent); one
 //                  per program, shared by its ops.
 // A multi-chunk launch is either lb* (one pass, tiles ordered by a counter in the
@@ -3794,12 +3794,11 @@ __device__ void scan_ring(const Params& P) {
 // 65536, 183.4 -> 72.8 and 181.9 -> 50.4 (docs/benchmarks.md, round 33). Positions past a
 // partial chunk's end hold x = 0 and dy = 0: they may win, but come after every valid one and
 // add nothing to any sum, and they are never stored.
-template <typename T, typename A, bool kRev>
+template <typename T, typename A, int CH, bool kRev>
 __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   typedef Pair<A> S2;
-  constexpr int NIN = 2;
-  constexpr int CH = kRingChunkOf<NIN>;  // bytes of x (and of dy) a chunk
-  constexpr int STAGES = kRingStagesOf<NIN>;
+  constexpr int NIN = 2;  // CH: bytes of x (and of dy) a chunk; 96 KiB of ring either way
+  constexpr int STAGES = kRingStages * kRingChunk / (NIN * CH);
   constexpr int SLOT = CH * NIN;
   constexpr int L = 16 / (int)sizeof(T);  // elements a vector
   constexpr int NV = CH / 16;             // vectors a chunk and operand
@@ -3999,9 +3998,9 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   flush();
 }
 
-template <typename T, typename A>
+template <typename T, typename A, int CH>
 __device__ void scan_max_bwd_ring(const Params& P) {
-  BC_SCAN_BY_DIRECTION(max_bwd_ring_dir, T, A);
+  BC_SCAN_BY_DIRECTION(max_bwd_ring_dir, T, A, CH);
 }
 
 // ------------------------------------------- few long rows in one pass (sm_90, "stream")
@@ -4637,6 +4636,10 @@ BC_LB_KERNEL(scan_max_bwd_rows8, 4)(bc::scan::Params f, bc::scan::Params b) {
 // through a ring: 96 KiB of it, two blocks an SM (at most 128 registers; the 2-byte types use
 // them all, without spilling)
 extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_max_bwd_ring)(bc::scan::Params p) {
-  bc::scan::scan_max_bwd_ring<BC_T, BC_ACC>(p);
+  bc::scan::scan_max_bwd_ring<BC_T, BC_ACC, bc::scan::kRingChunkOf<2>>(p);
+}
+// ... in chunks of half that, for rows of one to two chunks of the first
+extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_max_bwd_ring8)(bc::scan::Params p) {
+  bc::scan::scan_max_bwd_ring<BC_T, BC_ACC, bc::scan::kRingChunkOf<2> / 2>(p);
 }
 #endif
