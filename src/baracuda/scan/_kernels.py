@@ -82,6 +82,7 @@ __all__ = [
     "FUSED_MAX_BACKWARD",
     "FUSED_MAX_BACKWARD_BLOCKS",
     "RING_MAX_BACKWARD",
+    "RING_MAX_BACKWARD_SHORT_ITEMSIZES",
     "LBCOLS_WIDE",
     "LBCOLS_STAGED",
     "COOP_ROWS",
@@ -1515,15 +1516,14 @@ def _max_ring(module: LoadedModule, shape: tuple[int, ...], axis: int, *, revers
     coalesce to one, rows of at least one chunk (``scan_max_bwd_ring8``'s half chunk in the
     itemsizes of RING_MAX_BACKWARD_SHORT_ITEMSIZES) and whole vectors, enough rows to fill the
     launch (``_ring_grid``) and room for the ring on the device; else None."""
-    n = shape[axis]
-    rowb = n * itemsize
+    rowb = shape[axis] * itemsize
+    if not RING_MAX_BACKWARD or rowb % 16:
+        return None
     if rowb >= RING_MAX_BACKWARD_CHUNK:
         kernel = "scan_max_bwd_ring"
     elif rowb >= RING_MAX_BACKWARD_CHUNK // 2 and itemsize in RING_MAX_BACKWARD_SHORT_ITEMSIZES:
         kernel = "scan_max_bwd_ring8"
     else:
-        return None
-    if not RING_MAX_BACKWARD or rowb % 16:
         return None
     params = _params(shape, axis, [x, dy, None, dx, None], (IN0, IN1, OUT), itemsize, "rows",
                      reverse, mode)  # fmt: skip
