@@ -134,20 +134,16 @@ def _wins(xp: Any, r: Any, l: Any, is_min: bool, last: bool) -> Any:  # noqa: E7
     return xp.isnan(r) | (~xp.isnan(l) & cmp)
 
 
-def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tuple[Any, Any]:
-    """Running (value, physical index) along the last axis of ``xa`` (already flipped), in two
-    scans of one array each instead of one of (value, index) pairs:
+def _wins_along(xp: Any, xa: Any, is_min: bool, last: bool) -> tuple[Any, Any]:
+    """The running extremum along the last axis of ``xa`` (scan order), and whether each
+    position wins against the extremum before it (its own running winner):
     - the running extremum, by ``maximum`` / ``minimum`` (NaN sticks, as in the kernels), or
       where the namespace has no ``take_along_axis`` (before the 2024.12 standard) by the
-      kernels' monoid on the values alone (a later value wins by ``_wins``);
-    - each position's win against the extremum before it (``_wins``: NaN, then the tie
-      break's comparison; the first position always wins), and the latest win's scan
-      position, by a scan of ``maximum``;
-    - the values taken at those positions: the winner's own, signed zeros included (the
-      monoid's values already are)."""
-    n = xa.shape[-1]
-    take = getattr(xp, "take_along_axis", None)
-    if take is not None:
+      kernels' monoid on the values alone (a later value wins by ``_wins``), whose values are
+      the winners' own, signed zeros included;
+    - each position's win: ``_wins`` (NaN, then the tie break's comparison); the first
+      position always wins."""
+    if getattr(xp, "take_along_axis", None) is not None:
         pick = xp.minimum if is_min else xp.maximum
         (run,) = _assoc_scan(xp, (xa,), lambda e, t: (pick(e[0], t[0]),))
     else:
@@ -157,11 +153,22 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
         )  # fmt: skip
     first = xp.ones((*xa.shape[:-1], 1), dtype=xp.bool)
     won = xp.concat((first, _wins(xp, xa[..., 1:], run[..., :-1], is_min, last)), axis=-1)
+    return run, won
+
+
+def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tuple[Any, Any]:
+    """Running (value, physical index) along the last axis of ``xa`` (already flipped), in two
+    scans of one array each instead of one of (value, index) pairs: ``_wins_along``, then the
+    latest win's scan position by a scan of ``maximum``, and the values taken at those
+    positions (the winner's own, signed zeros included)."""
+    n = xa.shape[-1]
+    run, won = _wins_along(xp, xa, is_min, last)
     # scan positions in int32 where they fit (half the bytes of the scan)
     q = xp.broadcast_to(xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64), xa.shape)
     (at,) = _assoc_scan(xp, (xp.where(won, q, xp.zeros_like(q)),),
                         lambda e, t: (xp.maximum(e[0], t[0]),))  # fmt: skip
     at = xp.astype(at, xp.int64)
+    take = getattr(xp, "take_along_axis", None)
     v = take(xa, at, axis=-1) if take is not None else run
     return v, (n - 1 - at) if reverse else at
 
@@ -266,12 +273,8 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
         out = xp.where(xa == -xp.inf, xp.zeros_like(xa), scale * s)
     else:
         xf = _to_last(xp, to_acc(xp, x), ax, reverse)  # forward order
-        _, idx = _extremum(xp, xf, kind is ScanKind.CUMMIN, tie_break is TieBreak.LAST, reverse)
-        n = xf.shape[-1]
-        pos = xp.arange(n, dtype=xp.int64)
-        if reverse:
-            pos = n - 1 - pos
-        flag = xp.flip(idx == pos, axis=-1)  # to backward order
+        _, won = _wins_along(xp, xf, kind is ScanKind.CUMMIN, tie_break is TieBreak.LAST)
+        flag = xp.flip(won, axis=-1)  # each position its own winner, in backward order
         out = xp.where(flag, g + _segsum(xp, flag, g), xp.zeros_like(g))
     return from_acc(xp, _from_last(xp, out, ax, back), dy)
 
