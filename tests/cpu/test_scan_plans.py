@@ -1352,7 +1352,8 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     m = re.search(r"kRingChunkOf = NIN == 1 \? kRingChunk : NIN == 2 \? (\d+) : (\d+);", text)
     assert m and (int(m.group(1)), int(m.group(2))) == (K.RING_MAX_BACKWARD_CHUNK,
                                                         K.RING_BACKWARD_CHUNK)  # fmt: skip
-    assert "kRingStagesOf = kRingStages * kRingChunk / (NIN * kRingChunkOf<NIN>);" in text
+    assert "kRingStagesOf = kRingStages * kRingChunk / (NIN * CH);" in text
+    assert "template <int NIN, int CH = kRingChunkOf<NIN>>" in text
     for nin, chunk, stages in ((2, K.RING_MAX_BACKWARD_CHUNK, K.RING_MAX_BACKWARD_STAGES),
                                (3, K.RING_BACKWARD_CHUNK, K.RING_BACKWARD_STAGES)):  # fmt: skip
         assert K.RING_STAGES * K.RING_CHUNK // (nin * chunk) == stages

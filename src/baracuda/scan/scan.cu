@@ -77,7 +77,9 @@ __device__ __forceinline__ float shfl_up(float x, int d) { return __shfl_up_sync
 __device__ __forceinline__ double shfl_up(double x, int d) { return __shfl_up_sync(kFull, x, d); }
 __device__ __forceinline__ float shfl_idx(float x, int s) { return __shfl_sync(kFull, x, s); }
 __device__ __forceinline__ float shfl_down(float x, int d) { return __shfl_down_sync(kFull, x, d); }
-__device__ __forceinline__ double shfl_down(double x, int d) { return __shfl_down_sync(kFull, x, d); }
+__device__ __forceinline__ double shfl_down(double x, int d) {
+  return __shfl_down_sync(kFull, x, d);
+}
 __device__ __forceinline__ double shfl_idx(double x, int s) { return __shfl_sync(kFull, x, s); }
 template <typename A, typename I>
 __device__ __forceinline__ MaxIdx<A, I> shfl_up(MaxIdx<A, I> x, int d) {
@@ -3452,8 +3454,8 @@ constexpr int kRingStages = 6;
 // an SM; NIN 1, 2, 3: 6, 3, 4 chunks of 16, 16 and 8 KiB an operand).
 template <int NIN>
 constexpr int kRingChunkOf = NIN == 1 ? kRingChunk : NIN == 2 ? 16384 : 8192;
-template <int NIN>
-constexpr int kRingStagesOf = kRingStages * kRingChunk / (NIN * kRingChunkOf<NIN>);
+template <int NIN, int CH = kRingChunkOf<NIN>>
+constexpr int kRingStagesOf = kRingStages * kRingChunk / (NIN * CH);
 // Ops whose lanes scan their J vectors in a row (one shuffle scan a chunk instead of J): those
 // whose combine is dear, the logcumsumexp backward's running minimum (an exp or two; on an
 // H200, f32 4096 x 8192 352.0 -> 300.0 us), which takes the ring in f32 / f64 only where
@@ -3483,10 +3485,11 @@ __device__ __forceinline__ int ring_swizzle(int off) {
 // The copy side of a ring (scan_ring, scan_max_bwd_ring): block b takes rows b, b + gridDim.x,
 // ... of the NIN operands IN0 .. IN0 + NIN - 1 and copies each row's chunks of CH bytes in scan
 // order (kRev: from the row's end) by cp.async into slots of NIN * CH bytes (operand k at
-// k * CH, its vectors placed by ring_swizzle<kSwz>), STAGES slots in turn. issue() copies the next chunk and closes a group: an empty one
-// past the last row, so that the wait counts stay uniform. Only a row's last chunk in scan
-// order can be partial: its bytes outside the row are zero-filled, and come after every valid
-// element in scan order. The rows of each operand are one stride apart (the host's condition:
+// k * CH, its vectors placed by ring_swizzle<kSwz>), STAGES slots in turn; thread t copies
+// vectors t, t + kBlock, ... of each. issue() copies the next chunk and closes a group: an
+// empty one past the last row, so that the wait counts stay uniform. Only a row's last chunk
+// in scan order can be partial: its bytes outside the row are zero-filled, and come after
+// every valid element in scan order. The rows of each operand are one stride apart (the host's condition:
 // the outer dims coalesce to one).
 template <typename T, int NIN, int CH, int STAGES, bool kRev, int kSwz = 0>
 struct RingFeed {
@@ -3515,7 +3518,9 @@ struct RingFeed {
     return row * P.op[k].outer.v[0] * (i64)sizeof(T);
   }
   // chunk ch of a row starts at byte start(ch) (reverse: negative for the partial last one)
-  __device__ __forceinline__ i64 start(i64 ch) const { return kRev ? rowb - (ch + 1) * CH : ch * CH; }
+  __device__ __forceinline__ i64 start(i64 ch) const {
+    return kRev ? rowb - (ch + 1) * CH : ch * CH;
+  }
   __device__ __forceinline__ void issue() {
     const int t = threadIdx.x;
     if (r < rows) {
@@ -3536,8 +3541,8 @@ struct RingFeed {
           for (int l = 0; l < COPIES; ++l) {
             const int off = (t + l * kBlock) * 16;
             const bool inside = s + off >= 0 && s + off < rowb;
-            cp_async16_fill(dst + k * CH + ring_swizzle<kSwz>(off), inside ? src[k] + s + off : src[k],
-                            inside ? 16 : 0);
+            cp_async16_fill(dst + k * CH + ring_swizzle<kSwz>(off),
+                            inside ? src[k] + s + off : src[k], inside ? 16 : 0);
           }
       }
       if (c == last) {
@@ -3598,15 +3603,15 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
   RingFeed<T, NIN, CH, STAGES, kRev> feed(P, ring);
+  // the feed's sizes as locals: reading them from it gave the three-operand entries other
+  // registers and schedules (sm_90 SASS compared), so the tested code stays
   const i64 rows = feed.rows, rowb = feed.rowb, last = feed.last;
   const bool ragged = feed.ragged;
-  auto row_at = [&](i64 r, int k) -> i64 { return feed.row_at(r, k); };
-  auto start = [&](i64 c) -> i64 { return feed.start(c); };
 #pragma unroll 1
   for (int k = 0; k < STAGES - 1; ++k) feed.issue();
   // the scan side: row sr, its chunk sc, ring slot sslot
   i64 sr = blockIdx.x, sc = 0;
-  unsigned char* sdst = sr < rows ? out + row_at(sr, OUT) : out;
+  unsigned char* sdst = sr < rows ? out + feed.row_at(sr, OUT) : out;
   int sslot = 0, half = 0;
   S row_carry = op.identity();
   // Op::kNb: y at the positions after a vector's in scan order (nb), from the stage (y is
@@ -3710,7 +3715,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
       if (w) pre = op.combine(pre, before);
       row_carry = op.combine(row_carry, shfl_idx(tot, W - 1));
     }
-    const i64 s = start(sc);
+    const i64 s = feed.start(sc);
     [[maybe_unused]] S lane_pre, exc_next;  // kLaneRun: on from the lane's previous vector
     auto store = [&](int j, bool check) {  // check: the row's partial last chunk
       const int vs = kLaneRun ? w * WV + lane * J + j : w * WV + j * 32 + lane;
@@ -3760,7 +3765,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
       sc = 0;
       sr += gridDim.x;
       row_carry = op.identity();
-      if (sr < rows) sdst = out + row_at(sr, OUT);
+      if (sr < rows) sdst = out + feed.row_at(sr, OUT);
     } else {
       ++sc;
     }
@@ -3798,7 +3803,7 @@ template <typename T, typename A, int CH, bool kRev>
 __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   typedef Pair<A> S2;
   constexpr int NIN = 2;  // CH: bytes of x (and of dy) a chunk; 96 KiB of ring either way
-  constexpr int STAGES = kRingStages * kRingChunk / (NIN * CH);
+  constexpr int STAGES = kRingStagesOf<NIN, CH>;
   constexpr int SLOT = CH * NIN;
   constexpr int L = 16 / (int)sizeof(T);  // elements a vector
   constexpr int NV = CH / 16;             // vectors a chunk and operand
@@ -3819,7 +3824,9 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   const SegBwdOp<A> bop{0};
   const int mode = P.mode;
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-  RingFeed<T, NIN, CH, STAGES, kRev, SWZ> feed(P, ring);
+  typedef RingFeed<T, NIN, CH, STAGES, kRev, SWZ> Feed;
+  static_assert(Feed::COPIES == J, "flush stores the vectors of the thread's own copies");
+  Feed feed(P, ring);
 #pragma unroll 1
   for (int k = 0; k < STAGES - 1; ++k) feed.issue();
   T* const out = static_cast<T*>(P.op[OUT].ptr);
@@ -3967,7 +3974,8 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
       for (int i = 0; i < L; ++i) ov[kRev ? L - 1 - i : i] = o[j * L + i];
       int4 word;
       memcpy(&word, ov, 16);
-      *reinterpret_cast<int4*>(ring + sslot * SLOT + ring_swizzle<SWZ>((kRev ? NV - 1 - vs : vs) * 16)) = word;
+      const int off = ring_swizzle<SWZ>((kRev ? NV - 1 - vs : vs) * 16);
+      *reinterpret_cast<int4*>(ring + sslot * SLOT + off) = word;
     }
     oslot = ring + sslot * SLOT;
     odst = reinterpret_cast<unsigned char*>(dst);
@@ -4635,11 +4643,13 @@ BC_LB_KERNEL(scan_max_bwd_rows8, 4)(bc::scan::Params f, bc::scan::Params b) {
 }
 // through a ring: 96 KiB of it, two blocks an SM (at most 128 registers; the 2-byte types use
 // them all, without spilling)
-extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_max_bwd_ring)(bc::scan::Params p) {
+extern "C" __global__ void __launch_bounds__(256, 2)
+    BC_ENTRY(scan_max_bwd_ring)(bc::scan::Params p) {
   bc::scan::scan_max_bwd_ring<BC_T, BC_ACC, bc::scan::kRingChunkOf<2>>(p);
 }
-// ... in chunks of half that, for rows of one to two chunks of the first
-extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_max_bwd_ring8)(bc::scan::Params p) {
+// ... in chunks of half that, for rows of half a chunk to one (RING_MAX_BACKWARD_SHORT_ITEMSIZES)
+extern "C" __global__ void __launch_bounds__(256, 2)
+    BC_ENTRY(scan_max_bwd_ring8)(bc::scan::Params p) {
   bc::scan::scan_max_bwd_ring<BC_T, BC_ACC, bc::scan::kRingChunkOf<2> / 2>(p);
 }
 #endif
