@@ -7,7 +7,8 @@ of the largest magnitude. A switch that is not a boolean takes its two settings 
 and ``--off`` (Python literals). Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
-        [--rounding] [--extrema-backward | --backward] [--torch] [--on V --off V]   (on a GPU)
+        [--rounding] [--extrema-backward | --backward | --strided] [--torch] [--on V --off V]
+        (on a GPU)
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ BACKWARD: list[tuple[str, tuple[int, ...], int]] = [
     for op in ("cumprod_backward", "logcumsumexp_backward")
     for shape in ((4096, 8192), (1024, 8192), (4096, 4096), (512, 16384), (1000, 8200))
 ]
+# every op but cumsum along a strided axis (--strided: these cases alone): lines that fill the
+# SMs with strips of 256 bytes (f32) or 128 (bf16), fewer lines, longer lines
+STRIDED: list[tuple[str, tuple[int, ...], int]] = [
+    (op, shape, 0)
+    for op in ("logcumsumexp", "cummax", "cumprod_backward", "logcumsumexp_backward",
+               "cummax_backward")
+    for shape in ((4096, 8192), (1024, 8192), (512, 32768))
+]
 DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
 
 
@@ -123,6 +132,8 @@ def main() -> None:
                     help="only the cummax backward's cases (EXTREMA_BACKWARD)")  # fmt: skip
     ap.add_argument("--backward", action="store_true",
                     help="only the cumprod/logcumsumexp backward's cases (BACKWARD)")  # fmt: skip
+    ap.add_argument("--strided", action="store_true",
+                    help="only the other ops along a strided axis (STRIDED)")  # fmt: skip
     ap.add_argument("--on", type=ast.literal_eval, default=True, help="the switch's first value")
     ap.add_argument("--off", type=ast.literal_eval, default=False, help="its second value")
     a = ap.parse_args()
@@ -140,7 +151,7 @@ def main() -> None:
     try:
         for dt, el in DTYPES:
             cases = (EXTREMA_BACKWARD if a.extrema_backward else BACKWARD if a.backward
-                     else CASES + (MORE if a.more else []))  # fmt: skip
+                     else STRIDED if a.strided else CASES + (MORE if a.more else []))  # fmt: skip
             for op, shape, axis in cases:
                 x = torch.randn(shape, device="cuda", dtype=dt)
                 # a backward's dy and saved y: tensors of their own (one tensor read as two

@@ -47,7 +47,8 @@ from baracuda.scan._kernels import (
     STREAM_GROUPS,
     STREAM_KINDS,
     STREAM_OPS,
-    STRIP_OPS,
+    STRIP_512_ENTRY_OPS,
+    STRIP_STAGED,
     Params,
     Slot,
     chunking,
@@ -877,14 +878,14 @@ def test_tie_break_enum_accepted() -> None:
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
 # kernels of PIPE_OPS, the pipelined kernel of PIPE_AUX_OPS, the segmented tiles of SEG_OPS,
-# the line pairs of PAIR_OPS, the strips of STRIP_OPS, the rings of RING_OPS, the fused cummax
+# the line pairs of PAIR_OPS, the strips of STRIP_STAGED, the rings of RING_OPS, the fused cummax
 # backward;
 # and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "cstates1", "cstates8", "seg", "seg1", "lbpair", "strip",
-          "ring")  # fmt: skip
+          "strip512", "ring")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
@@ -893,7 +894,8 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_seg" for op in SEG_OPS}
     | {f"scan_{op}_seg1" for op in SEG1_OPS}
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
-    | {f"scan_{op}_strip" for op in STRIP_OPS}
+    | {f"scan_{op}_strip" for op in STRIP_STAGED}
+    | {f"scan_{op}_strip512" for op in STRIP_512_ENTRY_OPS}
     | {f"scan_{op}_ring" for op in RING_OPS}
     | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
        _SHARED}
@@ -1132,9 +1134,14 @@ def test_strips_need_whole_aligned_runs_of_lines(
 
     x = Slot(4096 + offset, strides or _dense(shape))
     y = Slot(1 << 30, _dense(shape))
-    assert K._strip_width(shape, axis, [x, None, None, y, None], itemsize, 132) == width
-    # never with a third operand, nor with the switch off
-    assert K._strip_width(shape, axis, [x, y, None, y, None], itemsize, 132) == 0
+    assert K._strip_width("sum", shape, axis, [x, None, None, y, None], itemsize, 132) == width
+    # never with an operand the op does not take, nor with the switch off
+    assert K._strip_width("sum", shape, axis, [x, y, None, y, None], itemsize, 132) == 0
+    # the staged operands of the cumprod backward (dy, x, y) each meet the same condition
+    dy = Slot(1 << 31, _dense(shape))
+    ops = [dy, x, y, dy, None]
+    assert K._strip_width("prod_bwd", shape, axis, ops, itemsize, 132) == width
+    assert K._strip_width("prod_bwd", shape, axis, [x, dy, y, dy, None], itemsize, 132) == width
 
 
 def test_strip_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1142,26 +1149,95 @@ def test_strip_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(K, "STRIP", False)
     x, y = Slot(4096, (8192, 1)), Slot(1 << 30, (8192, 1))
-    assert K._strip_width((4096, 8192), 0, [x, None, None, y, None], 4, 132) == 0
+    assert K._strip_width("sum", (4096, 8192), 0, [x, None, None, y, None], 4, 132) == 0
 
 
-@pytest.mark.parametrize("op", ["sum", "prod", "lse"])
-def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """cumsum/cumprod strips are one launch of a block per strip with the ring's shared
-    memory and no workspace; logcumsumexp keeps its look-back tiles."""
+def _strip_slots(op: str, aux: Slot | None = None) -> list[Slot | None]:
+    """Dense 4096 x 8192 operands at their own addresses, in the slots a strip of ``op``
+    takes (AUX: ``aux``, or dense flags where the op needs them)."""
+    dense = [Slot((k + 1) << 30, (8192, 1)) for k in range(5)]
+    staged = STRIP_STAGED[op]
+    slots: list[Slot | None] = [dense[k] if k < staged else None for k in range(3)]
+    slots.append(None if op == "maxflag" else dense[3])
+    slots.append(aux if aux is not None or op not in ("maxflag", "seg_bwd") else dense[4])
+    return slots
+
+
+@pytest.mark.parametrize("op", sorted(STRIP_STAGED))
+def test_strip_operands(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each op's strips take its own operands only (its staged inputs, OUT but for the winner
+    flags alone, AUX where it has one), AUX with adjacent lines (any other stride), and no
+    op outside STRIP_OPS."""
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "STRIP_OPS", tuple((o, (4,)) for o in STRIP_STAGED))
+    shape = (4096, 8192)
+    slots = _strip_slots(op)
+    assert K._strip_width(op, shape, 0, slots, 4, 132) == 256
+    if op == "max":  # the indices are optional: any outer stride, but lines adjacent
+        assert K._strip_width(op, shape, 0, _strip_slots(op, Slot(7 << 30, (9000, 1))), 4,
+                              132) == 256  # fmt: skip
+        assert K._strip_width(op, shape, 0, _strip_slots(op, Slot(7 << 30, (1, 4096))), 4,
+                              132) == 0  # fmt: skip
+    for k in range(5):  # one operand more or fewer
+        other = list(slots)
+        other[k] = None if other[k] is not None else Slot(6 << 30, (8192, 1))
+        if op == "max" and k == 4:
+            continue
+        assert K._strip_width(op, shape, 0, other, 4, 132) == 0, k
+    assert K._strip_width(op, shape, 0, slots, 2, 132) == 0  # not in this itemsize
+    monkeypatch.setattr(K, "STRIP_OPS", tuple((o, (4,)) for o in STRIP_STAGED if o != op))
+    assert K._strip_width(op, shape, 0, slots, 4, 132) == 0
+
+
+def test_strip_ops_by_itemsize() -> None:
+    """By default every op with a strip entry takes strips in every type but logcumsumexp,
+    in f32 alone; the cummax and the logcumsumexp backward's take blocks of 512 threads
+    (cummax in f32 alone)."""
+    from baracuda.scan import _kernels as K
+
+    for op in STRIP_STAGED:
+        for size in (2, 4, 8):
+            assert K._listed(K.STRIP_OPS, op, size) == (op != "lse" or size == 4), (op, size)
+            wide = K._listed(K.STRIP_512_OPS, op, size)
+            assert wide == (op == "lse_bwd" or (op == "max" and size == 4)), (op, size)
+
+
+@pytest.mark.parametrize("op", sorted(STRIP_STAGED))
+def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strips are one launch of a block per strip with a ring of STRIP_STAGES chunks of each
+    staged operand (128 KiB for one, 192 for three) and no workspace; of 512 threads where
+    STRIP_512_OPS lists the op."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STRIP_OPS", tuple((o, (4,)) for o in STRIP_STAGED))
+    monkeypatch.setattr(K, "STRIP_512_OPS", ())
     log = _LaunchLog("sm_90")
     grids = _record_grids(log, monkeypatch)
     _patch(monkeypatch, "memset_zero", log.memset)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
-    variant = _launch_big(log, op, 0, reverse=True)
-    if op == "lse":
-        assert variant.startswith("lb") and all("strip" not in c[0] for c in log.calls)
-        return
+    variant = K.launch_scan(log, op, None, (4096, 8192), 0, reverse=True, mode=0,  # type: ignore[arg-type]
+                            operands=_strip_slots(op), vec_slots=(0, 3), itemsize=4,
+                            layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
     assert variant == "strip256x128"
     assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
-    assert grids == [((128, 1, 1), K.STRIP_SMEM)]
+    smem = K.strip_smem(op)
+    assert smem == (128 if STRIP_STAGED[op] == 1 else 192) * 1024
+    assert grids == [((128, 1, 1), smem)]
+    if op in STRIP_512_ENTRY_OPS:
+        monkeypatch.setattr(K, "STRIP_512_OPS", ((op, (4,)),))
+        log.calls.clear()
+        assert K.launch_scan(log, op, None, (4096, 8192), 0, reverse=True, mode=0,  # type: ignore[arg-type]
+                             operands=_strip_slots(op), vec_slots=(0, 3), itemsize=4,
+                             layout="cols", sm_count=132, states_ptr=1 << 20) == "strip256x128"
+        assert [c[0] for c in log.calls] == [f"scan_{op}_strip512"]
+        assert grids[-1] == ((128, 1, 1), smem)
+    # too little shared memory on the device: not taken
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: smem - 1)
+    assert "strip" not in K.launch_scan(log, op, None, (4096, 8192), 0, reverse=True, mode=0,  # type: ignore[arg-type]
+                                        operands=_strip_slots(op), vec_slots=(0, 3),
+                                        itemsize=4, layout="cols", sm_count=132,
+                                        states_ptr=1 << 20)  # fmt: skip
 
 
 _RING_CASES = [
@@ -1358,6 +1434,11 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
                                (3, K.RING_BACKWARD_CHUNK, K.RING_BACKWARD_STAGES)):  # fmt: skip
         assert K.RING_STAGES * K.RING_CHUNK // (nin * chunk) == stages
     assert K.STRIP_SMEM == K.STRIP_CHUNK * K.STRIP_STAGES
+    # the ring of a strip: kStripStages chunks of kStripChunkOf<NS> bytes of each operand
+    assert "kStripChunkOf = NS == 1 ? kStripChunk : kStripChunk / 2;" in text
+    for op, staged in STRIP_STAGED.items():
+        chunk = K.STRIP_CHUNK if staged == 1 else K.STRIP_CHUNK // 2
+        assert K.strip_smem(op) == staged * chunk * K.STRIP_STAGES
     assert K.RING_SMEM == K.RING_CHUNK * K.RING_STAGES
     w, r = K.coop_warps, K.coop_reg_rows
     assert f"constexpr int kCoopWarps = sizeof(T) == 2 ? {w(2)} : {w(4)};" in text

@@ -884,7 +884,9 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
         ("strided lines", (300, 65), 0, {}, "cols" if element.itemsize == 8 else "lbcols"),
         ("strided lines, staged", (4096, 32), 0, {},
          "cols" if element.itemsize == 8 else "lbstage"),
-        ("many strided lines", (40, 140_000), 0, {}, "cols"),
+        # f32 takes strips there (STRIP_OPS), the others three passes
+        ("many strided lines", (40, 140_000), 0, {},
+         "strip" if K._listed(K.STRIP_OPS, "lse", element.itemsize) else "cols"),
         ("strided, three passes", (3000, 64), 0, {"LOOKBACK": False}, "cols"),
     ]
 
@@ -1525,7 +1527,19 @@ def test_cupy_and_jax_arrays_on_lookback_tiles() -> None:
 
 
 def _op_of(kind: ScanKind) -> str:
-    return {ScanKind.CUMSUM: "sum", ScanKind.CUMPROD: "prod", ScanKind.LOGCUMSUMEXP: "lse"}[kind]
+    return {ScanKind.CUMSUM: "sum", ScanKind.CUMPROD: "prod", ScanKind.LOGCUMSUMEXP: "lse",
+            ScanKind.CUMMAX: "max", ScanKind.CUMMIN: "max"}[kind]  # fmt: skip
+
+
+# the ops of each backward's launches, and whether each reads the saved x (else only dy and
+# the forward's y or the winner flags, all laid out like the shape's contiguous tensor)
+_BACKWARD_OPS: dict[ScanKind, tuple[tuple[str, bool], ...]] = {
+    ScanKind.CUMSUM: (("sum", False),),
+    ScanKind.CUMPROD: (("prod_bwd", True),),
+    ScanKind.LOGCUMSUMEXP: (("lse_bwd", True),),
+    ScanKind.CUMMAX: (("maxflag", True), ("seg_bwd", False)),
+    ScanKind.CUMMIN: (("maxflag", True), ("seg_bwd", False)),
+}
 
 
 def _strip_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[str, Any, int, str]]:
@@ -1559,69 +1573,95 @@ def _strip_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[st
     return cases
 
 
-@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("wide", [False, True], ids=["256", "512"])
+@pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
-def test_scan_strips(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+def test_scan_strips(kind: ScanKind, element: ElementKind, wide: bool, monkeypatch: Any) -> None:
     """Strided scans in strips of adjacent lines (STRIP, scan_strip; the fill thresholds set
-    to 0 so that small tensors take them): 256- and 128-byte strips, axis lengths around a
-    chunk and past the ring, a rank-3 tensor, padded rows; both directions, forward and
-    backward (cumsum's backward takes strips too), on poisoned outputs against the float64
-    reference and against the same launch without strips; and layouts that must not take
-    strips."""
+    to 0 so that small tensors take them), every op forward and backward: 256- and 128-byte
+    strips, axis lengths around a chunk and past the ring, a rank-3 tensor, padded rows; both
+    directions, on poisoned outputs against the float64 reference (cummax/cummin's indices
+    exactly) and against the same launch without strips; and layouts that must not take
+    strips. Each backward launch takes strips where its operands allow: those that read the
+    saved x where x's layout does, the others where the shape's contiguous layout does.
+    ``wide``: the ops with a strip512 entry take it (STRIP_512_OPS)."""
     from baracuda.scan import _kernels as K
 
     assert K.STRIP
+    op = _op_of(kind)
+    if wide and op not in K.STRIP_512_ENTRY_OPS and not any(
+            o in K.STRIP_512_ENTRY_OPS for o, _ in _BACKWARD_OPS[kind]):  # fmt: skip
+        pytest.skip("no strip512 entry among this op's launches")
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    every = (2, 4, 8)  # every op with a strip entry, in every type
+    monkeypatch.setattr(K, "STRIP_OPS", tuple((o, every) for o in K.STRIP_STAGED))
+    monkeypatch.setattr(K, "STRIP_512_OPS",
+                        tuple((o, every) for o in K.STRIP_512_ENTRY_OPS) if wide else ())
     seen = launched_kernels(monkeypatch)
-    op = _op_of(kind)
-    strip = f"scan_{op}_strip"
+
+    def strip_of(o: str) -> str:
+        return f"scan_{o}_strip{'512' if wide and o in K.STRIP_512_ENTRY_OPS else ''}"
+
+    strip = strip_of(op)
     for what, x, axis, want in _strip_cases(element, torch_dtype(element), kind):
+        shape = tuple(x.shape)
+        dense = K.Slot(1 << 20, tuple(torch.empty(0).new_empty(shape, device="meta").stride()))
+        dense_ok = K._strip_width("sum", shape, axis, [dense, None, None, dense, None],
+                                  element.itemsize, 132) > 0  # fmt: skip
         for reverse in (False, True):
-            label = f"{what} {tuple(x.shape)} axis={axis} rev={reverse}"
+            label = f"{what} {shape} axis={axis} rev={reverse}"
             seen.clear()
-            y, _ = run_forward(kind, x, axis, reverse)
+            y, idx = run_forward(kind, x, axis, reverse)
             assert (seen == [strip]) == bool(want), (label, seen)
-            assert_close(y, R.scan(kind, _np64(x), axis, reverse), element,
-                         scale=scale_of(kind, x.shape[axis]), what=f"{op} {label}")  # fmt: skip
+            ref = R.scan(kind, _np64(x), axis, reverse)
+            if kind in EXTREMA:
+                np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(ref[1]),
+                                              err_msg=label)  # fmt: skip
+                ref = ref[0]
+            assert_close(y, ref, element, scale=scale_of(kind, x.shape[axis]),
+                         what=f"{op} {label}")  # fmt: skip
             seen.clear()
             check_op(kind, element, x, axis, reverse, label)  # forward and backward
-            if kind is ScanKind.CUMSUM:  # the backward, a reverse cumsum of the contiguous dy,
-                # takes strips where the contiguous layout of the shape does
-                shape = tuple(x.shape)
-                dense = K.Slot(1 << 20, tuple(torch.empty(0).new_empty(shape, device="meta")
-                                              .stride()))  # fmt: skip
-                back = K._strip_width(shape, axis, [dense, None, None, dense, None],
-                                      element.itemsize, 132) > 0  # fmt: skip
-                assert seen.count(strip) == bool(want) + back, (label, seen)
+            expect = [strip] if want else []
+            expect += [strip_of(o) for o, reads_x in _BACKWARD_OPS[kind]
+                       if dense_ok and (want or not reads_x)]  # fmt: skip
+            assert [k for k in seen if "_strip" in k] == expect, (label, seen)
             if want:
                 # the width the host chose (the kernel reads it from params.width)
                 slots = [K.Slot(x.data_ptr(), tuple(x.stride())), None, None,
                          K.Slot(y.data_ptr(), tuple(y.stride())), None]
-                sw = K._strip_width(tuple(x.shape), axis, slots, element.itemsize, 132)
+                sw = K._strip_width(op, shape, axis, slots, element.itemsize, 132)
                 assert f"strip{sw}" == want, (label, sw)
                 monkeypatch.setattr(K, "STRIP", False)
-                y_lb, _ = run_forward(kind, x, axis, reverse)
+                y_lb, idx_lb = run_forward(kind, x, axis, reverse)
                 monkeypatch.setattr(K, "STRIP", True)
                 assert_close(y, _np64(y_lb), element, scale=scale_of(kind, x.shape[axis]),
                              what=f"strips vs look-back {label}")  # fmt: skip
+                if kind in EXTREMA:
+                    assert torch.equal(idx, idx_lb), label
 
 
+@pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
-def test_strips_on_the_benchmark_shape(element: ElementKind, monkeypatch: Any) -> None:
-    """cumsum over 4096 x 8192 along dim 0 (the benchmark's case) takes strips at the default
-    thresholds on this card (256-byte strips in f32, 128 in bf16 on an H100) and matches the
-    float64 reference, in both directions, and its backward."""
+def test_strips_on_the_benchmark_shape(kind: ScanKind, element: ElementKind,
+                                       monkeypatch: Any) -> None:  # fmt: skip
+    """Every op over 4096 x 8192 along dim 0 (the benchmark's case) takes strips at the
+    default thresholds on this card (256-byte strips in f32, 128 in bf16 on an H100), forward
+    and backward, for the ops of STRIP_OPS, and matches the float64 reference in both
+    directions."""
     from baracuda.scan import _kernels as K
 
     seen = launched_kernels(monkeypatch)
-    x = torch.from_numpy(make_input(ScanKind.CUMSUM, (4096, 8192), 40)).to("cuda",
-                                                                           torch_dtype(element))
+    x = torch.from_numpy(make_input(kind, (4096, 8192), 40)).to("cuda", torch_dtype(element))
+    ops = [_op_of(kind)] + [o for o, _ in _BACKWARD_OPS[kind]]
     for reverse in (False, True):
         seen.clear()
-        check_op(ScanKind.CUMSUM, element, x, 0, reverse, f"4096x8192 dim 0 rev={reverse}")
-        if K.STRIP:
-            assert seen == ["scan_sum_strip"] * 2, seen
+        check_op(kind, element, x, 0, reverse, f"4096x8192 dim 0 rev={reverse}")
+        size = element.itemsize
+        want = [f"scan_{o}_strip{'512' if K._listed(K.STRIP_512_OPS, o, size) else ''}"
+                for o in ops if K.STRIP and K._listed(K.STRIP_OPS, o, size)]  # fmt: skip
+        assert [k for k in seen if "_strip" in k] == want, seen
 
 
 def test_cupy_and_jax_arrays_on_strips() -> None:

@@ -91,7 +91,12 @@ __all__ = [
     "PIPE_CHUNK_OPS",
     "STRIP",
     "STRIP_OPS",
+    "STRIP_STAGED",
+    "STRIP_512_OPS",
+    "STRIP_512_ENTRY_OPS",
+    "strip_smem",
     "RING_ROWS",
+    "RING_FORWARD_OPS",
     "STREAM_ROWS",
     "STREAM_ITEMSIZES",
     "STREAM_ROUNDS_ITEMSIZES",
@@ -300,18 +305,44 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
     return (ch.chunk_len * ch.width + BLOCK) * itemsize
 
 
-# Switch: cumsum/cumprod (STRIP_OPS) along a strided axis whose lines come in runs of
-# whole, aligned 128- or 256-byte strips, enough of them to give most SMs one
+# Switch: the ops of STRIP_OPS in their itemsizes, along a strided axis whose lines come in
+# runs of whole, aligned 128- or 256-byte strips, enough of them to give most SMs one
 # (``_strip_width``), take one launch of a block per strip, each walking the whole axis with
-# STRIP_STAGES chunks of STRIP_CHUNK bytes in flight (scan.cu, scan_strip): no look-back, no
+# STRIP_STAGES chunks of each staged operand in flight (scan.cu, scan_strip): no look-back, no
 # workspace. On the H100, cumsum over 4096 x 8192 along dim 0 took 52.3 vs 62.0 us in bf16
-# (look-back line pairs) and 97.5 vs 102.6 us in f32 (lbcols) (docs/benchmarks.md, round
-# 11). Read at each launch.
+# (look-back line pairs) and 97.5 vs 102.6 us in f32 (lbcols) (docs/benchmarks.md, round 11).
+# On an H200 (round 34), over 4096 x 8192 along dim 0 against the kernels before: the cumprod
+# backward f32 135.5 vs 299.2 us, bf16 78.2 vs 553.1; cummax 189.8 vs 277.9 and 228.2 vs
+# 284.3; the cummax backward (both passes) 266.7 vs 355.2 and 206.4 vs 384.1; the
+# logcumsumexp backward bf16 145.4 vs 366.2, f32 356.8 vs 356.8. logcumsumexp strips took f32
+# 130.8 vs 146.8 us but bf16 132.0 vs 129.7 (an exp in each position's chain on 8 warps an
+# SM), so only f32 takes them. Read at each launch.
 STRIP = True
-# logcumsumexp stays on the look-back tiles: its exp/log per element on one block of 8 warps
-# an SM is slower than four blocks' look-back (4096 x 8192 dim 0: f32 340 vs 230 us, bf16
-# 409 vs 246 us)
-STRIP_OPS = ("sum", "prod")
+_ANY_SIZE = (2, 4, 8)
+STRIP_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("sum", _ANY_SIZE), ("prod", _ANY_SIZE), ("max", _ANY_SIZE), ("lse", (4,)),
+    ("prod_bwd", _ANY_SIZE), ("lse_bwd", _ANY_SIZE), ("maxflag", _ANY_SIZE),
+    ("seg_bwd", _ANY_SIZE),
+)  # fmt: skip
+# the ops with a strip entry, and the operands each stages (IN0 ..: its inputs, and y for the
+# cumprod backward's neighbour; scan.cu kInputsY)
+STRIP_STAGED: dict[str, int] = {"sum": 1, "prod": 1, "max": 1, "lse": 1, "prod_bwd": 3,
+                                "lse_bwd": 3, "maxflag": 1, "seg_bwd": 1}  # fmt: skip
+# Switch: the ops of STRIP_512_OPS in their itemsizes take strips in blocks of 512 threads
+# (scan_strip512: half the positions a thread and a chunk, twice the warps an SM), where
+# their work a position is long: the logcumsumexp backward (its exps; bf16 over 4096 x 8192
+# along dim 0 on an H200: 145.6 vs 153.2 us, f32 356.6 vs 369.7) and f32 cummax (its index
+# a position: 189.4 vs 210.8; bf16 lost, 255.2 vs 228.0). logcumsumexp lost in both (f32
+# 152.1 vs 130.2), and has no such entry.
+STRIP_512_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("max", (4,)), ("lse_bwd", _ANY_SIZE))
+STRIP_512_ENTRY_OPS = ("max", "lse_bwd")  # the ops with a strip512 entry
+
+
+def _listed(table: tuple[tuple[str, tuple[int, ...]], ...], op: str, itemsize: int) -> bool:
+    """Whether ``table`` (STRIP_OPS, STRIP_512_OPS) lists ``op`` in ``itemsize``."""
+    return any(o == op and itemsize in sizes for o, sizes in table)
+
+
 STRIP_CHUNK = 16384  # scan.cu kStripChunk
 STRIP_STAGES = 8  # scan.cu kStripStages: chunks in flight
 STRIP_SMEM = STRIP_CHUNK * STRIP_STAGES  # the ring: 128 KiB (sm_80 and later data-centre GPUs)
@@ -321,16 +352,40 @@ STRIP_MIN_FILL = 0.5
 STRIP_WIDE_FILL = 0.75
 
 
-def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+def strip_smem(op: str) -> int:
+    """The ring of ``op``'s strip launch: STRIP_STAGES chunks of each staged operand, of
+    STRIP_CHUNK bytes for one operand and half that for more (scan.cu kStripSmemOf: 128 and
+    192 KiB)."""
+    staged = STRIP_STAGED[op]
+    return staged * (STRIP_CHUNK if staged == 1 else STRIP_CHUNK // 2) * STRIP_STAGES
+
+
+def _strip_operands(op: str) -> tuple[tuple[int, ...], ...]:
+    """The operand slots a strip launch of ``op`` may take (each a sorted tuple)."""
+    staged = tuple(range(STRIP_STAGED[op]))
+    if op == "max":  # the indices are optional
+        return ((*staged, OUT), (*staged, OUT, AUX))
+    if op == "maxflag":  # the winner flags alone
+        return ((*staged, AUX),)
+    if op == "seg_bwd":  # dy, dx and the flags
+        return ((*staged, OUT, AUX),)
+    return ((*staged, OUT),)
+
+
+def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
                  itemsize: int, sm_count: int) -> int:  # fmt: skip
-    """The bytes of a strip (256 or 128) where a strided scan may take strips (``STRIP``),
-    else 0: IN0 and OUT only, 16-byte aligned, the innermost outer dim (extent > 1) of stride
-    1 and a whole number of strips long, every other outer stride and the axis stride whole
-    16-byte vectors; 256-byte strips where they fill ``STRIP_WIDE_FILL`` of the SMs, else
-    128-byte strips where they fill ``STRIP_MIN_FILL``."""
-    used = [i for i, o in enumerate(operands) if o is not None]
+    """The bytes of a strip (256 or 128) where a strided scan of ``op`` may take strips
+    (``STRIP``, ``op`` in ``itemsize`` in STRIP_OPS), else 0: the op's operands
+    (``_strip_operands``), the element-typed ones 16-byte aligned with the innermost outer
+    dim (extent > 1) of stride 1 and a whole number of strips long and every other outer
+    stride and the axis stride whole 16-byte vectors, AUX (indices or flags) with the
+    innermost outer dim of stride 1; 256-byte strips where they fill ``STRIP_WIDE_FILL`` of
+    the SMs, else 128-byte strips where they fill ``STRIP_MIN_FILL``."""
+    used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
-    if not STRIP or used != [IN0, OUT] or n == 0:
+    if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
+        return 0
+    if used not in _strip_operands(op):
         return 0
     if numel(shape) // n * itemsize < 128 * STRIP_MIN_FILL * sm_count:
         return 0  # too few lines for enough strips (before the layout's cost)
@@ -342,6 +397,10 @@ def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | No
         return 0
     lanes = 16 // itemsize
     for k, i in enumerate(used):
+        if i == AUX:  # scalar stores and loads: lines adjacent
+            if ostrides[k][last] != 1:
+                return 0
+            continue
         if operands[i].ptr % 16 or axis_strides[k] % lanes:  # type: ignore[union-attr]
             return 0
         for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True)):
@@ -354,8 +413,8 @@ def _strip_width(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | No
     return 0
 
 
-# Switch: cumsum/cumprod (STRIP_OPS) along a contiguous axis, IN0 and OUT only under pipe1's
-# vector condition, rows of one stride (the outer dims coalesce to one) of at least
+# Switch: cumsum/cumprod (RING_FORWARD_OPS) along a contiguous axis, IN0 and OUT only under
+# pipe1's vector condition, rows of one stride (the outer dims coalesce to one) of at least
 # RING_CHUNK bytes and whole 16-byte vectors (``_ring_rows``), many enough to fill the
 # launch's block slots (``_ring_grid``), take one launch of up to RING_BLOCKS_PER_SM blocks an
 # SM, each walking a sequence of rows in chunks of RING_CHUNK bytes with RING_STAGES in
@@ -386,7 +445,8 @@ RING_MIN_BALANCE = 0.9
 RING_BACKWARD_ITEMSIZES = (2, 4)
 RING_LSE_BACKWARD_ITEMSIZES = (2,)
 RING_BACKWARD_OPS = ("prod_bwd", "lse_bwd")
-RING_OPS = (*STRIP_OPS, *RING_BACKWARD_OPS)  # the ops with a ring entry
+RING_FORWARD_OPS = ("sum", "prod")
+RING_OPS = (*RING_FORWARD_OPS, *RING_BACKWARD_OPS)  # the ops with a ring entry
 RING_BACKWARD_CHUNK = 8192  # scan.cu kRingChunkOf<3>
 RING_BACKWARD_STAGES = 4  # scan.cu kRingStagesOf<3>
 assert RING_BACKWARD_CHUNK * 3 * RING_BACKWARD_STAGES == RING_SMEM
@@ -400,7 +460,7 @@ def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsiz
     of at least one chunk and whole 16-byte vectors."""
     used = [i for i, o in enumerate(operands) if o is not None]
     rowb = params.n * itemsize
-    if op in STRIP_OPS:
+    if op in RING_FORWARD_OPS:
         ops, chunk = [IN0, OUT], RING_CHUNK
     elif op in RING_BACKWARD_OPS and itemsize in (
         RING_LSE_BACKWARD_ITEMSIZES if op == "lse_bwd" else RING_BACKWARD_ITEMSIZES
@@ -698,7 +758,8 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_pipe1" for op in ops if op in PIPE_AUX_OPS)
         + tuple(f"scan_{op}_seg" for op in ops if op in SEG_OPS)
         + tuple(f"scan_{op}_seg1" for op in ops if op in SEG1_OPS)
-        + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_OPS)
+        + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_STAGED)
+        + tuple(f"scan_{op}_strip512" for op in ops if op in STRIP_512_ENTRY_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8")
@@ -1136,7 +1197,8 @@ _SWITCHES = (
     "PIPELINED_ROWS", "SEG_ROWS", "SEG_MAX_BYTES", "SEG_WARPS_PER_SM", "SEG_ONE_VECTOR",
     "LOOKBACK",
     "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
-    "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_MIN_FILL",
+    "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_OPS", "STRIP_512_OPS",
+    "STRIP_MIN_FILL",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
@@ -1146,15 +1208,16 @@ _SWITCHES = (
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
-    "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_OPS",
+    "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_STAGED",
+    "STRIP_512_ENTRY_OPS",
     "STRIP_CHUNK", "STRIP_STAGES", "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM",
     "COOP_ROW_BYTES",
     "SCAN_GROUPS", "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
     "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER", "STREAM_OPS",
     "STREAM_KINDS", "STREAM_GROUPS", "STREAM_TILE", "STREAM_STAGES", "STREAM_WAVE",
-    "STREAM_THREADS", "STREAM_SMEM", "RING_OPS", "RING_BACKWARD_OPS", "RING_BACKWARD_CHUNK",
-    "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK", "RING_MAX_BACKWARD_STAGES",
-    "COLS_STATES_OPS",
+    "STREAM_THREADS", "STREAM_SMEM", "RING_FORWARD_OPS", "RING_OPS", "RING_BACKWARD_OPS",
+    "RING_BACKWARD_CHUNK", "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK",
+    "RING_MAX_BACKWARD_STAGES", "COLS_STATES_OPS",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
@@ -1306,14 +1369,15 @@ def launch_scan(
         _enqueue(rec, module.function(kernel), (_cdiv(warps, wpb), 1, 1), 32 * wpb, 0,
                  stream, params, kernel)  # fmt: skip
         return f"{'seg1:' if kernel.endswith('1') else 'seg'}{warps}x{per}"
-    if layout == "cols" and op in STRIP_OPS:  # before the other layouts' tests
-        sw = _strip_width(shape, axis, operands, itemsize, sm_count)
-        kernel = f"scan_{op}_strip"
-        if sw and _smem_room(module, kernel) >= STRIP_SMEM:
+    if layout == "cols" and op in STRIP_STAGED:  # before the other layouts' tests
+        sw = _strip_width(op, shape, axis, operands, itemsize, sm_count)
+        wide = op in STRIP_512_ENTRY_OPS and _listed(STRIP_512_OPS, op, itemsize)
+        kernel, smem = f"scan_{op}_strip{'512' if wide else ''}", strip_smem(op)
+        if sw and _smem_room(module, kernel) >= smem:
             params.width = sw
             strips = rows * itemsize // sw
-            _enqueue(rec, module.function(kernel, STRIP_SMEM), (strips, 1, 1), BLOCK,
-                     STRIP_SMEM, stream, params, kernel)  # fmt: skip
+            _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), 512 if wide else BLOCK,
+                     smem, stream, params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
     if _ring_rows(op, params, operands, itemsize):
         kernel = f"scan_{op}_ring"

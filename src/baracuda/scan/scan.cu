@@ -3261,20 +3261,32 @@ __device__ void scan_lb_pairs(const Params& P) {
 
 
 // ------------------------------------------------ strips of adjacent lines (strip)
-// cumsum and cumprod along a strided axis whose lines come in runs of SW contiguous bytes
-// (the host's condition, _kernels._strip_width: IN0 and OUT only, the innermost outer dim of
-// stride 1 and a multiple of SW bytes, every other stride a multiple of 16 bytes, 16-byte
-// aligned data). Block b owns lines [b W, b W + W), W = SW / sizeof(T), and walks the whole
-// axis by itself: no chunk carries, no look-back, no workspace. The axis is cut into chunks
-// of kStripChunk bytes (R = kStripChunk / SW positions); kStripStages chunks are in
-// flight at once, copied by cp.async into a ring in dynamic shared memory while the block
-// scans the oldest. A lane owns U bytes (one 4-byte word of a 2-byte type, one element otherwise) of
-// every position of its row group's run of R / G consecutive positions: it scans them
-// serially, the G groups' totals meet in shared memory, and every lane folds the totals of
-// the groups before its own onto the strip's running carry (same order in every block:
-// deterministic). Positions past n are zero-filled by the copy and never stored.
+// A scan along a strided axis whose lines come in runs of SW contiguous bytes (the host's
+// condition, _kernels._strip_width: the op's operands, the staged ones and OUT with the
+// innermost outer dim of stride 1 and a multiple of SW bytes, every other stride a multiple
+// of 16 bytes, 16-byte aligned data; AUX with the innermost outer dim of stride 1). Block b
+// owns lines [b W, b W + W), W = SW / sizeof(T), and walks the whole axis by itself: no chunk
+// carries, no look-back, no workspace. The axis is cut into chunks of R positions, CH bytes
+// of each staged operand (R = CH / SW); STAGES chunks are in flight at once, copied by
+// cp.async into a ring in dynamic shared memory while the block scans the oldest. A lane owns
+// U bytes (one 4-byte word of a 2-byte type, one element otherwise) of every position of its
+// row group's run of R / G consecutive positions: it scans them serially, the G groups'
+// totals meet in shared memory, and every lane folds the totals of the groups before its own
+// onto the strip's running carry (same order in every block: deterministic). Positions past
+// n are zero-filled by the copy and never stored.
+// - The staged operands are the op's inputs IN0.. (kInputsY: y too for kNb ops). A kNb op's
+//   neighbour, y at the next scan position, is the next row of the stage: of the next chunk
+//   for a chunk's last row, so kNb ops wait for two chunks (1 past the axis's end).
+// - AUX: cummax/cummin's indices or winner flags (kAuxOut), stored as each position is; the
+//   winner flags of the cummax backward's second pass (kAuxIn), loaded with the chunk's rows.
+// - Run ops (logcumsumexp) scan a lane's positions as a run; the outputs join the carry's run
+//   with each position's (an exp and a log each, none of them in a chain).
 constexpr int kStripChunk = 16384;
 constexpr int kStripStages = 8;
+// Ops that stage more than one operand: chunks of half the bytes of each, 192 KiB of ring
+// (the H100 and H200 give a block up to 227 KiB).
+template <int NS>
+constexpr int kStripChunkOf = NS == 1 ? kStripChunk : kStripChunk / 2;
 
 template <int U>
 struct StripWord {
@@ -3288,20 +3300,27 @@ struct StripWord<8> {
 template <typename T>
 constexpr int kStripWordBytes = sizeof(T) < 4 ? 4 : (int)sizeof(T);  // bytes a lane owns
 
-// tot: 2 x kBlock x C states in shared memory (the row groups' totals, two chunks apart)
-template <typename T, typename A, class Op, int SW>
-__device__ __forceinline__ void scan_strip_w(const Params& P, typename Op::S* tot) {
+// NT threads; tot: 2 x NT x C words in shared memory (the row groups' totals, two chunks
+// apart)
+template <typename T, typename A, class Op, int SW, int NT>
+__device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op>::type* tot) {
   typedef typename Op::S S;
-  static_assert(kOneInputOp<Op>, "strips take one-input ops without neighbour or aux operands");
+  typedef typename WordOf<Op>::type Wd;  // partial scans: runs for run ops
+  constexpr int NS = kInputsY<Op>;       // staged operands: IN0 ..
+  constexpr int NI = Op::kIn;            // inputs of make and out_value
+  constexpr int CH = kStripChunkOf<NS>, STAGES = kStripStages;
   constexpr int U = kStripWordBytes<T>;  // bytes a lane owns per position
   constexpr int C = U / (int)sizeof(T);  // elements in them
   // one word a lane and position, moved as a word (a memcpy from a byte pointer would be
   // byte loads and stores)
   typedef typename StripWord<U>::T Word;
-  constexpr int LPR = SW / U, G = kBlock / LPR, R = kStripChunk / SW, RPG = R / G;
-  constexpr int COPIES = kStripChunk / 16 / kBlock;  // 16-byte copies a thread per chunk
+  constexpr int LPR = SW / U, G = NT / LPR, R = CH / SW, RPG = R / G;
+  constexpr int COPIES = CH / 16 / NT;  // 16-byte copies a thread per chunk and operand
   static_assert(G >= 1 && RPG >= 1 && COPIES >= 1, "strip tile shape");
-  extern __shared__ int4 strip_ring[];  // kStripStages chunks of R positions x SW bytes
+  static_assert(!(Op::kAuxIn && Op::kAuxOut), "AUX is read or written");
+  // chunks k (and k + 1 for the neighbour) have landed
+  constexpr int kWait = Op::kNb ? STAGES - 3 : STAGES - 2;
+  extern __shared__ int4 strip_ring[];  // STAGES x NS chunks of R positions x SW bytes
   unsigned char* ring = reinterpret_cast<unsigned char*>(strip_ring);
   const Op op{P.mode};
   const int t = threadIdx.x, col = t % LPR, g = t / LPR;
@@ -3310,101 +3329,189 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename Op::S* to
   const i64 line0 = (i64)blockIdx.x * (SW / (int)sizeof(T));
   Coord c;
   unravel(line0, P.outer, c);
-  const unsigned char* src = reinterpret_cast<const unsigned char*>(
-      in_ptr<T>(P, IN0) + dot(c, P.op[IN0].outer, P.outer.rank));
+  // scan order q sits at base + q * step (reverse: from the last position down)
+  const i64 dir = P.reverse ? -1 : 1;
+  const unsigned char* src[NS];
+  i64 in_step[NS];
+#pragma unroll
+  for (int j = 0; j < NS; ++j) {
+    in_step[j] = dir * P.op[j].axis_stride * (i64)sizeof(T);
+    src[j] = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, j) +
+                                                    dot(c, P.op[j].outer, P.outer.rank));
+    if (P.reverse) src[j] -= (n - 1) * in_step[j];
+  }
   unsigned char* dst = reinterpret_cast<unsigned char*>(static_cast<T*>(P.op[OUT].ptr) +
                                                         dot(c, P.op[OUT].outer, P.outer.rank));
-  // scan order q sits at base + q * step (reverse: from the last position down)
-  const i64 in_step = (P.reverse ? -1 : 1) * P.op[IN0].axis_stride * (i64)sizeof(T);
-  const i64 out_step = (P.reverse ? -1 : 1) * P.op[OUT].axis_stride * (i64)sizeof(T);
-  if (P.reverse) {
-    src -= (n - 1) * in_step;
-    dst -= (n - 1) * out_step;
-  }
-  // a thread's copies are the same (row, 16 bytes) of every chunk
-  i64 copy_off[COPIES];
+  const i64 out_step = dir * P.op[OUT].axis_stride * (i64)sizeof(T);
+  if (P.reverse) dst -= (n - 1) * out_step;
+  // AUX: the element offset of this lane's first line (physical positions index the axis)
+  [[maybe_unused]] i64 aux_base = 0;
+  if constexpr (Op::kAuxIn || Op::kAuxOut)
+    aux_base = dot(c, P.op[AUX].outer, P.outer.rank) + col * C;
+  // a thread's copies are the same (row, 16 bytes) of every chunk and operand
   int copy_row[COPIES], copy_smem[COPIES];
+  i64 copy_off[NS][COPIES];
 #pragma unroll
   for (int l = 0; l < COPIES; ++l) {
-    const int piece = t + l * kBlock, r = piece / (SW / 16), q = piece % (SW / 16);
+    const int piece = t + l * NT, r = piece / (SW / 16), q = piece % (SW / 16);
     copy_row[l] = r;
     copy_smem[l] = r * SW + q * 16;
-    copy_off[l] = r * in_step + q * 16;
+#pragma unroll
+    for (int j = 0; j < NS; ++j) copy_off[j][l] = r * in_step[j] + q * 16;
   }
   auto issue = [&](i64 k) {
     if (k < nch) {
-      unsigned char* slot = ring + (int)(k % kStripStages) * kStripChunk;
-      const unsigned char* chunk = src + k * R * in_step;
+      unsigned char* slot = ring + (int)(k % STAGES) * (NS * CH);
       if ((k + 1) * R <= n) {  // a whole chunk (uniform over the block)
 #pragma unroll
-        for (int l = 0; l < COPIES; ++l) cp_async16(slot + copy_smem[l], chunk + copy_off[l]);
+        for (int j = 0; j < NS; ++j) {
+          const unsigned char* chunk = src[j] + k * R * in_step[j];
+#pragma unroll
+          for (int l = 0; l < COPIES; ++l)
+            cp_async16(slot + j * CH + copy_smem[l], chunk + copy_off[j][l]);
+        }
       } else {  // the last, partial chunk: rows past n are zero-filled, read from row 0
 #pragma unroll
-        for (int l = 0; l < COPIES; ++l) {
-          const bool in = k * R + copy_row[l] < n;
-          cp_async16_fill(slot + copy_smem[l], in ? chunk + copy_off[l] : src, in ? 16 : 0);
+        for (int j = 0; j < NS; ++j) {
+          const unsigned char* chunk = src[j] + k * R * in_step[j];
+#pragma unroll
+          for (int l = 0; l < COPIES; ++l) {
+            const bool in = k * R + copy_row[l] < n;
+            cp_async16_fill(slot + j * CH + copy_smem[l], in ? chunk + copy_off[j][l] : src[j],
+                            in ? 16 : 0);
+          }
         }
       }
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   };
 #pragma unroll
-  for (int k = 0; k < kStripStages - 1; ++k) issue(k);
-  S carry[C];
+  for (int k = 0; k < STAGES - 1; ++k) issue(k);
+  Wd carry[C];
 #pragma unroll
-  for (int j = 0; j < C; ++j) carry[j] = op.identity();
+  for (int j = 0; j < C; ++j) carry[j] = seg_empty(op);
   for (i64 k = 0; k < nch; ++k) {
-    cp_async_wait<kStripStages - 2>();
+    cp_async_wait<kWait>();
     // chunk k is in shared memory for every thread, and every thread is done with the slot
     // that the next copy refills (read in the previous iteration)
     __syncthreads();
-    issue(k + kStripStages - 1);
-    const unsigned char* slot = ring + (int)(k % kStripStages) * kStripChunk + g * RPG * SW;
-    S v[RPG][C];
+    issue(k + STAGES - 1);
+    const unsigned char* slot = ring + (int)(k % STAGES) * (NS * CH) + g * RPG * SW + col * U;
+    const i64 row0 = k * R + g * RPG;  // scan position of this thread's first row
+    // the inputs of row i, element j
+    auto inputs = [&](int i, A (&a)[NI][C]) {
+#pragma unroll
+      for (int s = 0; s < NI; ++s) {
+        const Word w = *reinterpret_cast<const Word*>(slot + s * CH + i * SW);
+        T e[C];
+        memcpy(e, &w, U);
+#pragma unroll
+        for (int j = 0; j < C; ++j) a[s][j] = to_acc(e[j]);
+      }
+    };
+    // y at the next scan position (kNb), 1 past the axis's end
+    auto neighbour = [&](int i, A (&nb)[C]) {
+#pragma unroll
+      for (int j = 0; j < C; ++j) nb[j] = A(1);
+      if constexpr (Op::kNb) {
+        if (row0 + i + 1 < n) {
+          const unsigned char* p =
+              g * RPG + i + 1 < R ? slot + IN2 * CH + (i + 1) * SW
+                                  : ring + (int)((k + 1) % STAGES) * (NS * CH) + IN2 * CH + col * U;
+          const Word w = *reinterpret_cast<const Word*>(p);
+          T e[C];
+          memcpy(e, &w, U);
+#pragma unroll
+          for (int j = 0; j < C; ++j) nb[j] = to_acc(e[j]);
+        }
+      }
+    };
+    // physical position of row i
+    auto phys_of = [&](int i) { return P.reverse ? n - 1 - (row0 + i) : row0 + i; };
+    [[maybe_unused]] unsigned char fl[RPG][C];  // kAuxIn: the rows' flags (0 past n)
+    if constexpr (Op::kAuxIn) {
+      const unsigned char* f = static_cast<const unsigned char*>(P.op[AUX].ptr) + aux_base;
+#pragma unroll
+      for (int i = 0; i < RPG; ++i)
+#pragma unroll
+        for (int j = 0; j < C; ++j)
+          fl[i][j] = row0 + i < n ? f[phys_of(i) * P.op[AUX].axis_stride + j] : 0;
+    }
+    auto flag = [&](int i, int j) -> unsigned char {
+      if constexpr (Op::kAuxIn)
+        return fl[i][j];
+      else
+        return 0;
+    };
+    Wd v[RPG][C];
 #pragma unroll
     for (int i = 0; i < RPG; ++i) {
-      const Word w = *reinterpret_cast<const Word*>(slot + i * SW + col * U);
-      T e[C];
-      memcpy(e, &w, U);
+      A a[NI][C];
+      A nb[C];
+      inputs(i, a);
+      if constexpr (kNbMake<Op>) neighbour(i, nb);
+      const i64 p = Op::kAuxOut ? phys_of(i) : 0;
 #pragma unroll
       for (int j = 0; j < C; ++j) {
-        const A a = to_acc(e[j]);
-        const S m = op.make(&a, 0, 0);  // one-input ops: no position
-        v[i][j] = i ? op.combine(v[i - 1][j], m) : m;
+        A aj[NI];
+#pragma unroll
+        for (int s = 0; s < NI; ++s) aj[s] = a[s][j];
+        if constexpr (kRunOp<Op>) {
+          if (i == 0) v[i][j] = op.run0();
+          else v[i][j] = v[i - 1][j];
+          op.push(v[i][j], aj[0]);
+        } else {
+          const S m = make_at(op, aj, kNbMake<Op> ? nb[j] : A(1), flag(i, j), p);
+          v[i][j] = i ? op.combine(v[i - 1][j], m) : m;
+        }
       }
     }
 #pragma unroll
     for (int j = 0; j < C; ++j) tot[(((k & 1) * G + g) * C + j) * LPR + col] = v[RPG - 1][j];
     __syncthreads();  // this half of tot is next written two chunks later, past a barrier
-    S pre[C];
+    Wd pre[C];
 #pragma unroll
     for (int j = 0; j < C; ++j) pre[j] = carry[j];
 #pragma unroll
     for (int h = 0; h < G; ++h) {
 #pragma unroll
       for (int j = 0; j < C; ++j) {
-        const S th = tot[(((k & 1) * G + h) * C + j) * LPR + col];
-        if (h < g) pre[j] = op.combine(pre[j], th);
-        carry[j] = op.combine(carry[j], th);
+        const Wd th = tot[(((k & 1) * G + h) * C + j) * LPR + col];
+        if (h < g) pre[j] = seg_join(op, pre[j], th);
+        carry[j] = seg_join(op, carry[j], th);
       }
     }
-    const i64 row0 = k * R + g * RPG;
     unsigned char* out = dst + row0 * out_step + col * U;
     // rows of this thread within n: all of them but in the last chunk
     const int valid = (int)min((i64)RPG, max((i64)0, n - row0));
     auto store = [&](int i) {
-      const Word w = *reinterpret_cast<const Word*>(slot + i * SW + col * U);
-      T e[C], o[C];
-      memcpy(e, &w, U);
+      A a[NI][C];
+      A nb[C];
+      inputs(i, a);
+      if constexpr (Op::kNb) neighbour(i, nb);
+      T o[C];
 #pragma unroll
       for (int j = 0; j < C; ++j) {
-        const A a = to_acc(e[j]);
-        const S excl = i ? op.combine(pre[j], v[i - 1][j]) : pre[j];
-        o[j] = from_acc<T>(op.out_value(op.combine(pre[j], v[i][j]), excl, &a, A(1), 0));
+        A aj[NI];
+#pragma unroll
+        for (int s = 0; s < NI; ++s) aj[s] = a[s][j];
+        if constexpr (kRunOp<Op>) {
+          o[j] = from_acc<T>(op.value(op.join(pre[j], v[i][j])));
+        } else {
+          const S inc = op.combine(pre[j], v[i][j]);
+          const S excl = i ? op.combine(pre[j], v[i - 1][j]) : pre[j];
+          o[j] = from_acc<T>(op.out_value(inc, excl, aj, Op::kNb ? nb[j] : A(1), flag(i, j)));
+          if constexpr (Op::kAuxOut) {
+            const i64 p = phys_of(i);
+            store_aux<T, A>(P, op, aux_base + j, row0 + i, p, inc, excl, aj);
+          }
+        }
       }
-      Word word;
-      memcpy(&word, o, U);
-      *reinterpret_cast<Word*>(out + i * out_step) = word;
+      if (!Op::kAuxOut || P.op[OUT].ptr != nullptr) {  // the winner flags alone: no OUT
+        Word word;
+        memcpy(&word, o, U);
+        *reinterpret_cast<Word*>(out + i * out_step) = word;
+      }
     };
     if (valid == RPG) {
 #pragma unroll
@@ -3419,13 +3526,17 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename Op::S* to
 
 // P.width: the strip's bytes (128 or 256). 12 chunks in flight (192 KiB) measured no faster
 // than 8 on the H100 (f32 97.8 / 97.8 us, bf16 52.4 / 52.5 us over 4096 x 8192 along dim 0).
-template <typename T, typename A, class Op>
+template <typename T, typename A, class Op, int NT = kBlock>
 __device__ void scan_strip(const Params& P) {
-  __shared__ typename Op::S tot[2 * kBlock * (kStripWordBytes<T> / sizeof(T))];
+  __shared__ typename WordOf<Op>::type tot[2 * NT * (kStripWordBytes<T> / sizeof(T))];
   if (P.width == 256)
-    scan_strip_w<T, A, Op, 256>(P, tot);
+    scan_strip_w<T, A, Op, 256, NT>(P, tot);
   else
-    scan_strip_w<T, A, Op, 128>(P, tot);
+    scan_strip_w<T, A, Op, 128, NT>(P, tot);
+}
+template <typename T, typename A, class Op>
+__device__ void scan_strip512(const Params& P) {
+  scan_strip<T, A, Op, 512>(P);
 }
 
 
@@ -4538,8 +4649,11 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     bc::pdl_wait();                                                                          \
     bc::scan::scan_lb_stage<BC_T, BC_ACC, bc::scan::OP<BC_ACC>>(p);                          \
   }
-// Strips of adjacent lines: one block an SM (the ring takes most of shared memory).
+// Strips of adjacent lines: one block an SM (the ring takes most of shared memory); of 512
+// threads for ops whose work a position is long (STRIP_512_OPS)
 #define BC_SCAN_STRIP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip, scan_strip, 256, 1)
+#define BC_SCAN_STRIP512_ENTRY(name, OP) \
+  BC_SCAN_BLOCK_ENTRY(name, OP, strip512, scan_strip512, 512, 1)
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
@@ -4616,25 +4730,33 @@ BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
 BC_SCAN_SEG_WIDE_ENTRY(max, MaxOp32, sizeof(BC_T) == 2 ? 2 : 3)
 BC_SCAN_SEG1_ENTRY(max, MaxOp32)
 BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1, scan_pipe, 256, sizeof(BC_T) == 2 ? 2 : 3)
+BC_SCAN_STRIP_ENTRY(max, MaxOp)
+BC_SCAN_STRIP512_ENTRY(max, MaxOp)
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
 BC_SCAN_COOP_ENTRY(lse, LseOp)
 BC_SCAN_STAGE_ENTRY(lse, LseOp)
+BC_SCAN_STRIP_ENTRY(lse, LseOp)
 #elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
 BC_SCAN_RING_ENTRY(prod_bwd, ProdBwdOp)
+BC_SCAN_STRIP_ENTRY(prod_bwd, ProdBwdOp)
 #elif defined(BC_SCAN_GROUP_LSE_BWD)
 BC_SCAN_ENTRIES2(lse_bwd, LseBwdRowsOp, LseBwdOp, 2, 4)
 BC_SCAN_COLS_STATES_ENTRIES(lse_bwd, LseBwdOp)
 BC_SCAN_SEG_WIDE_ENTRY(lse_bwd, LseBwdRowsOp, 2)
 BC_SCAN_RING_ENTRY(lse_bwd, LseBwdRowsOp)
+BC_SCAN_STRIP_ENTRY(lse_bwd, LseBwdRowsOp)
+BC_SCAN_STRIP512_ENTRY(lse_bwd, LseBwdRowsOp)
 #elif defined(BC_SCAN_GROUP_MAX_BWD)  // the cummax/cummin backward: winner flags, segmented sums
 BC_SCAN_ENTRIES(seg_bwd, SegBwdOp, 2, 3)
 BC_SCAN_ENTRIES(maxflag, MaxFlagOp, 4, 4)
 BC_SCAN_SEG_WIDE_ENTRY(seg_bwd, SegBwdOp, sizeof(BC_T) == 2 ? 2 : 3)
 BC_SCAN_SEG_ENTRY(maxflag, MaxFlagOp)
+BC_SCAN_STRIP_ENTRY(seg_bwd, SegBwdOp)
+BC_SCAN_STRIP_ENTRY(maxflag, MaxFlagOp)
 BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC, 1>(f, b);
 }
