@@ -7,8 +7,8 @@ of the largest magnitude. A switch that is not a boolean takes its two settings 
 and ``--off`` (Python literals). Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
-        [--rounding] [--extrema-backward | --backward | --strided] [--torch] [--on V --off V]
-        (on a GPU)
+        [--rounding] [--extrema-backward | --backward | --strided] [--only OP[,OP]] [--torch]
+        [--on V --off V]   (on a GPU)
 """
 
 from __future__ import annotations
@@ -134,6 +134,8 @@ def main() -> None:
                     help="only the cumprod/logcumsumexp backward's cases (BACKWARD)")  # fmt: skip
     ap.add_argument("--strided", action="store_true",
                     help="only the other ops along a strided axis (STRIDED)")  # fmt: skip
+    ap.add_argument("--only", default="", metavar="OP[,OP]",
+                    help="only the cases of these ops (e.g. cummax_backward)")  # fmt: skip
     ap.add_argument("--on", type=ast.literal_eval, default=True, help="the switch's first value")
     ap.add_argument("--off", type=ast.literal_eval, default=False, help="its second value")
     a = ap.parse_args()
@@ -152,6 +154,8 @@ def main() -> None:
         for dt, el in DTYPES:
             cases = (EXTREMA_BACKWARD if a.extrema_backward else BACKWARD if a.backward
                      else STRIDED if a.strided else CASES + (MORE if a.more else []))  # fmt: skip
+            if a.only:
+                cases = [c for c in cases if c[0] in a.only.split(",")]
             for op, shape, axis in cases:
                 x = torch.randn(shape, device="cuda", dtype=dt)
                 # a backward's dy and saved y: tensors of their own (one tensor read as two

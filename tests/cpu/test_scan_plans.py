@@ -1179,6 +1179,10 @@ def test_strip_operands(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
                               132) == 256  # fmt: skip
         assert K._strip_width(op, shape, 0, _strip_slots(op, Slot(7 << 30, (1, 4096))), 4,
                               132) == 0  # fmt: skip
+    if op in ("seg_bwd", "maxflag"):  # the flags that are read are staged in 16-byte pieces
+        for flags in (Slot((5 << 30) + 4, (8192, 1)), Slot(5 << 30, (8200, 1))):
+            other = [*slots[:4], flags]
+            assert K._strip_width(op, shape, 0, other, 4, 132) == (256 if op == "maxflag" else 0)
     for k in range(5):  # one operand more or fewer
         other = list(slots)
         other[k] = None if other[k] is not None else Slot(6 << 30, (8192, 1))
@@ -1221,8 +1225,9 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
                             layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
     assert variant == "strip256x128"
     assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
-    smem = K.strip_smem(op)
-    assert smem == (128 if STRIP_STAGED[op] == 1 else 192) * 1024
+    smem = K.strip_smem(op, 4)
+    # 128 KiB for one operand, 192 for three; the flags of seg_bwd: 32 KiB more in f32
+    assert smem == ((128 if STRIP_STAGED[op] == 1 else 192) + (32 if op == "seg_bwd" else 0)) * 1024
     assert grids == [((128, 1, 1), smem)]
     if op in STRIP_512_ENTRY_OPS:
         monkeypatch.setattr(K, "STRIP_512_OPS", ((op, (4,)),))
@@ -1438,7 +1443,9 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     assert "kStripChunkOf = NS == 1 ? kStripChunk : kStripChunk / 2;" in text
     for op, staged in STRIP_STAGED.items():
         chunk = K.STRIP_CHUNK if staged == 1 else K.STRIP_CHUNK // 2
-        assert K.strip_smem(op) == staged * chunk * K.STRIP_STAGES
+        for size in (2, 4, 8):
+            flags = chunk // size if op == "seg_bwd" else 0
+            assert K.strip_smem(op, size) == (staged * chunk + flags) * K.STRIP_STAGES
     assert K.RING_SMEM == K.RING_CHUNK * K.RING_STAGES
     w, r = K.coop_warps, K.coop_reg_rows
     assert f"constexpr int kCoopWarps = sizeof(T) == 2 ? {w(2)} : {w(4)};" in text

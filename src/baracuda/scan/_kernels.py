@@ -313,7 +313,8 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
 # (look-back line pairs) and 97.5 vs 102.6 us in f32 (lbcols) (docs/benchmarks.md, round 11).
 # On an H200 (round 34), over 4096 x 8192 along dim 0 against the kernels before: the cumprod
 # backward f32 135.5 vs 299.2 us, bf16 78.2 vs 553.1; cummax 189.8 vs 277.9 and 228.2 vs
-# 284.3; the cummax backward (both passes) 266.7 vs 355.2 and 206.4 vs 384.1; the
+# 284.3; the cummax backward (both passes; the flags staged with the chunk) 190.9 vs 355.6
+# and 138.5 vs 381.2 (266.7 and 206.4 with the flags loaded at the chunk's scan); the
 # logcumsumexp backward bf16 145.4 vs 366.2, f32 356.8 vs 356.8. logcumsumexp strips took f32
 # 130.8 vs 146.8 us but bf16 132.0 vs 129.7 (an exp in each position's chain on 8 warps an
 # SM), so only f32 takes them. Read at each launch.
@@ -352,12 +353,15 @@ STRIP_MIN_FILL = 0.5
 STRIP_WIDE_FILL = 0.75
 
 
-def strip_smem(op: str) -> int:
-    """The ring of ``op``'s strip launch: STRIP_STAGES chunks of each staged operand, of
-    STRIP_CHUNK bytes for one operand and half that for more (scan.cu kStripSmemOf: 128 and
-    192 KiB)."""
+def strip_smem(op: str, itemsize: int) -> int:
+    """The ring of ``op``'s strip launch in ``itemsize``-byte elements: STRIP_STAGES chunks of
+    each staged operand, of STRIP_CHUNK bytes for one operand and half that for more
+    (scan.cu kStripChunkOf: 128 and 192 KiB), and for the cummax backward's second pass the
+    chunk's winner flags (a byte an element: 144 to 192 KiB)."""
     staged = STRIP_STAGED[op]
-    return staged * (STRIP_CHUNK if staged == 1 else STRIP_CHUNK // 2) * STRIP_STAGES
+    chunk = STRIP_CHUNK if staged == 1 else STRIP_CHUNK // 2
+    flags = chunk // itemsize if op == "seg_bwd" else 0
+    return (staged * chunk + flags) * STRIP_STAGES
 
 
 def _strip_operands(op: str) -> tuple[tuple[int, ...], ...]:
@@ -379,8 +383,10 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     (``_strip_operands``), the element-typed ones 16-byte aligned with the innermost outer
     dim (extent > 1) of stride 1 and a whole number of strips long and every other outer
     stride and the axis stride whole 16-byte vectors, AUX (indices or flags) with the
-    innermost outer dim of stride 1; 256-byte strips where they fill ``STRIP_WIDE_FILL`` of
-    the SMs, else 128-byte strips where they fill ``STRIP_MIN_FILL``."""
+    innermost outer dim of stride 1 (the flags the cummax backward's second pass reads also
+    16-byte aligned, with every other stride a multiple of 16); 256-byte strips where they
+    fill ``STRIP_WIDE_FILL`` of the SMs, else 128-byte strips where they fill
+    ``STRIP_MIN_FILL``."""
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
     if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
@@ -397,8 +403,13 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
         return 0
     lanes = 16 // itemsize
     for k, i in enumerate(used):
-        if i == AUX:  # scalar stores and loads: lines adjacent
+        if i == AUX:  # lines adjacent; the flags that are read are staged in 16-byte pieces
             if ostrides[k][last] != 1:
+                return 0
+            others = [st for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True))
+                      if d > 1 and j != last]  # fmt: skip
+            staged = [operands[i].ptr, axis_strides[k], *others]  # type: ignore[union-attr]
+            if op == "seg_bwd" and any(v % 16 for v in staged):
                 return 0
             continue
         if operands[i].ptr % 16 or axis_strides[k] % lanes:  # type: ignore[union-attr]
@@ -1372,7 +1383,7 @@ def launch_scan(
     if layout == "cols" and op in STRIP_STAGED:  # before the other layouts' tests
         sw = _strip_width(op, shape, axis, operands, itemsize, sm_count)
         wide = op in STRIP_512_ENTRY_OPS and _listed(STRIP_512_OPS, op, itemsize)
-        kernel, smem = f"scan_{op}_strip{'512' if wide else ''}", strip_smem(op)
+        kernel, smem = f"scan_{op}_strip{'512' if wide else ''}", strip_smem(op, itemsize)
         if sw and _smem_room(module, kernel) >= smem:
             params.width = sw
             strips = rows * itemsize // sw

@@ -3278,7 +3278,8 @@ __device__ void scan_lb_pairs(const Params& P) {
 //   neighbour, y at the next scan position, is the next row of the stage: of the next chunk
 //   for a chunk's last row, so kNb ops wait for two chunks (1 past the axis's end).
 // - AUX: cummax/cummin's indices or winner flags (kAuxOut), stored as each position is; the
-//   winner flags of the cummax backward's second pass (kAuxIn), loaded with the chunk's rows.
+//   winner flags of the cummax backward's second pass (kAuxIn), staged with the chunk (a
+//   16-byte aligned byte a line and position, R rows of W bytes a chunk).
 // - Run ops (logcumsumexp) scan a lane's positions as a run; the outputs join the carry's run
 //   with each position's (an exp and a log each, none of them in a chain).
 constexpr int kStripChunk = 16384;
@@ -3318,9 +3319,15 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op
   constexpr int COPIES = CH / 16 / NT;  // 16-byte copies a thread per chunk and operand
   static_assert(G >= 1 && RPG >= 1 && COPIES >= 1, "strip tile shape");
   static_assert(!(Op::kAuxIn && Op::kAuxOut), "AUX is read or written");
+  // kAuxIn: the winner flags are staged too, a chunk's R rows of LW bytes (a byte a line)
+  constexpr int LW = SW / (int)sizeof(T), FQ = LW / 16;  // a row's bytes, 16-byte pieces
+  constexpr int FB = Op::kAuxIn ? R * LW : 0;            // flag bytes a chunk
+  constexpr int FCOPIES = (R * FQ + NT - 1) / NT;        // 16-byte flag copies a thread
+  constexpr int SLOT = NS * CH + FB;                     // a stage's bytes
+  static_assert(FQ >= 1, "flag rows of whole 16-byte pieces");
   // chunks k (and k + 1 for the neighbour) have landed
   constexpr int kWait = Op::kNb ? STAGES - 3 : STAGES - 2;
-  extern __shared__ int4 strip_ring[];  // STAGES x NS chunks of R positions x SW bytes
+  extern __shared__ int4 strip_ring[];  // STAGES x (NS chunks of R positions x SW bytes, flags)
   unsigned char* ring = reinterpret_cast<unsigned char*>(strip_ring);
   const Op op{P.mode};
   const int t = threadIdx.x, col = t % LPR, g = t / LPR;
@@ -3344,10 +3351,18 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op
                                                         dot(c, P.op[OUT].outer, P.outer.rank));
   const i64 out_step = dir * P.op[OUT].axis_stride * (i64)sizeof(T);
   if (P.reverse) dst -= (n - 1) * out_step;
-  // AUX: the element offset of this lane's first line (physical positions index the axis)
-  [[maybe_unused]] i64 aux_base = 0;
-  if constexpr (Op::kAuxIn || Op::kAuxOut)
+  // AUX: the element offset of this lane's first line (physical positions index the axis);
+  // the staged flags' first position and step, as the inputs'
+  [[maybe_unused]] i64 aux_base = 0, fstep = 0;
+  [[maybe_unused]] const unsigned char* fsrc = nullptr;
+  if constexpr (Op::kAuxOut)
     aux_base = dot(c, P.op[AUX].outer, P.outer.rank) + col * C;
+  if constexpr (Op::kAuxIn) {
+    fstep = dir * P.op[AUX].axis_stride;
+    fsrc = static_cast<const unsigned char*>(P.op[AUX].ptr) + dot(c, P.op[AUX].outer,
+                                                                  P.outer.rank);
+    if (P.reverse) fsrc -= (n - 1) * fstep;
+  }
   // a thread's copies are the same (row, 16 bytes) of every chunk and operand
   int copy_row[COPIES], copy_smem[COPIES];
   i64 copy_off[NS][COPIES];
@@ -3361,7 +3376,18 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op
   }
   auto issue = [&](i64 k) {
     if (k < nch) {
-      unsigned char* slot = ring + (int)(k % STAGES) * (NS * CH);
+      unsigned char* slot = ring + (int)(k % STAGES) * SLOT;
+      if constexpr (Op::kAuxIn) {
+#pragma unroll
+        for (int l = 0; l < FCOPIES; ++l) {
+          const int piece = t + l * NT, r = piece / FQ, q = piece % FQ;
+          if (R * FQ % NT == 0 || piece < R * FQ) {
+            const bool in = k * R + r < n;
+            cp_async16_fill(slot + NS * CH + r * LW + q * 16,
+                            in ? fsrc + (k * R + r) * fstep + q * 16 : fsrc, in ? 16 : 0);
+          }
+        }
+      }
       if ((k + 1) * R <= n) {  // a whole chunk (uniform over the block)
 #pragma unroll
         for (int j = 0; j < NS; ++j) {
@@ -3396,7 +3422,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op
     // that the next copy refills (read in the previous iteration)
     __syncthreads();
     issue(k + STAGES - 1);
-    const unsigned char* slot = ring + (int)(k % STAGES) * (NS * CH) + g * RPG * SW + col * U;
+    const unsigned char* slot = ring + (int)(k % STAGES) * SLOT + g * RPG * SW + col * U;
     const i64 row0 = k * R + g * RPG;  // scan position of this thread's first row
     // the inputs of row i, element j
     auto inputs = [&](int i, A (&a)[NI][C]) {
@@ -3417,7 +3443,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op
         if (row0 + i + 1 < n) {
           const unsigned char* p =
               g * RPG + i + 1 < R ? slot + IN2 * CH + (i + 1) * SW
-                                  : ring + (int)((k + 1) % STAGES) * (NS * CH) + IN2 * CH + col * U;
+                                  : ring + (int)((k + 1) % STAGES) * SLOT + IN2 * CH + col * U;
           const Word w = *reinterpret_cast<const Word*>(p);
           T e[C];
           memcpy(e, &w, U);
@@ -3428,18 +3454,12 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op
     };
     // physical position of row i
     auto phys_of = [&](int i) { return P.reverse ? n - 1 - (row0 + i) : row0 + i; };
-    [[maybe_unused]] unsigned char fl[RPG][C];  // kAuxIn: the rows' flags (0 past n)
-    if constexpr (Op::kAuxIn) {
-      const unsigned char* f = static_cast<const unsigned char*>(P.op[AUX].ptr) + aux_base;
-#pragma unroll
-      for (int i = 0; i < RPG; ++i)
-#pragma unroll
-        for (int j = 0; j < C; ++j)
-          fl[i][j] = row0 + i < n ? f[phys_of(i) * P.op[AUX].axis_stride + j] : 0;
-    }
+    // kAuxIn: the flag of row i, element j, from the stage (0 past n)
+    [[maybe_unused]] const unsigned char* fl =
+        ring + (int)(k % STAGES) * SLOT + NS * CH + g * RPG * LW + col * C;
     auto flag = [&](int i, int j) -> unsigned char {
       if constexpr (Op::kAuxIn)
-        return fl[i][j];
+        return fl[i * LW + j];
       else
         return 0;
     };
