@@ -8,9 +8,10 @@ tensor is split into rows (outer dims, coalesced) of ``n`` elements. Two layouts
 - ``cols``: the axis is strided; one thread per (row, chunk), adjacent rows on adjacent
   threads (coalesced when the innermost outer dim is contiguous).
 
-Cumsum and cumprod along a strided axis whose rows come in whole, aligned 128- or 256-byte
-strips of adjacent rows take a block per strip, walking the whole axis with chunks staged by
-``cp.async`` (``strip``), where the strips are enough for the SMs; along a contiguous axis,
+Every op (logcumsumexp in f32) and backward along a strided axis whose rows come in whole,
+aligned 128- or 256-byte strips of adjacent rows takes a block per strip, walking the whole
+axis with chunks staged by ``cp.async`` (``strip``), where the strips are enough for the
+SMs; along a contiguous axis,
 rows of 16 KiB or more, enough of them, take blocks that each walk a sequence of rows the
 same way (``ring``). Otherwise, when rows
 alone cannot fill the GPU, each row is cut into tiles. Along a strided axis they are scanned
@@ -332,7 +333,7 @@ STRIP_STAGED: dict[str, int] = {"sum": 1, "prod": 1, "max": 1, "lse": 1, "prod_b
 # Switch: the ops of STRIP_512_OPS in their itemsizes take strips in blocks of 512 threads
 # (scan_strip512: half the positions a thread and a chunk, twice the warps an SM), where
 # their work a position is long: the logcumsumexp backward (its exps; bf16 over 4096 x 8192
-# along dim 0 on an H200: 145.6 vs 153.2 us, f32 356.6 vs 369.7) and f32 cummax (its index
+# along dim 0 on an H200: 145.6 vs 153.2 us, f32 356.6 vs 370.0) and f32 cummax (its index
 # a position: 189.4 vs 210.8; bf16 lost, 255.2 vs 228.0). logcumsumexp lost in both (f32
 # 152.1 vs 130.2), and has no such entry.
 STRIP_512_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("max", (4,)), ("lse_bwd", _ANY_SIZE))

@@ -17,9 +17,10 @@
 //                  (lbrows: a piece of one line; lbcols: a piece of 1-32 adjacent lines) and
 //                  takes its carry by decoupled look-back over a tree of the tiles before it
 //                  (radix 32 / lines per tile; see "decoupled look-back").
-//   strip          sum/prod along a strided axis whose lines come in whole 128/256-byte runs:
-//                  a block per run of adjacent lines walks the whole axis, chunks staged in
-//                  shared memory by cp.async (see "strips of adjacent lines").
+//   strip / strip512  an op along a strided axis whose lines come in whole 128/256-byte
+//                  runs: a block (256 or 512 threads) per run of adjacent lines walks the
+//                  whole axis, chunks staged in shared memory by cp.async (see "strips of
+//                  adjacent lines").
 //   ring           sum/prod along a contiguous axis, rows of 16 KiB or more (the cumprod and
 //                  logcumsumexp backward: 8 KiB): a block takes a sequence of rows and walks
 //                  each in chunks staged in shared memory by cp.async (see "contiguous rows
@@ -3476,14 +3477,8 @@ __device__ __forceinline__ void scan_strip_w(const Params& P, typename WordOf<Op
         A aj[NI];
 #pragma unroll
         for (int s = 0; s < NI; ++s) aj[s] = a[s][j];
-        if constexpr (kRunOp<Op>) {
-          if (i == 0) v[i][j] = op.run0();
-          else v[i][j] = v[i - 1][j];
-          op.push(v[i][j], aj[0]);
-        } else {
-          const S m = make_at(op, aj, kNbMake<Op> ? nb[j] : A(1), flag(i, j), p);
-          v[i][j] = i ? op.combine(v[i - 1][j], m) : m;
-        }
+        if (i) v[i][j] = v[i - 1][j];
+        seg_push(op, v[i][j], aj, kNbMake<Op> ? nb[j] : A(1), flag(i, j), i == 0, p);
       }
     }
 #pragma unroll
