@@ -1438,7 +1438,7 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     for nin, chunk, stages in ((2, K.RING_MAX_BACKWARD_CHUNK, K.RING_MAX_BACKWARD_STAGES),
                                (3, K.RING_BACKWARD_CHUNK, K.RING_BACKWARD_STAGES)):  # fmt: skip
         assert K.RING_STAGES * K.RING_CHUNK // (nin * chunk) == stages
-    assert K.STRIP_SMEM == K.STRIP_CHUNK * K.STRIP_STAGES
+    assert K.strip_smem("sum", 4) == K.STRIP_CHUNK * K.STRIP_STAGES  # 128 KiB, one operand
     # the ring of a strip: kStripStages chunks of kStripChunkOf<NS> bytes of each operand
     assert "kStripChunkOf = NS == 1 ? kStripChunk : kStripChunk / 2;" in text
     for op, staged in STRIP_STAGED.items():

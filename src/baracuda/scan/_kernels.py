@@ -347,7 +347,6 @@ def _listed(table: tuple[tuple[str, tuple[int, ...]], ...], op: str, itemsize: i
 
 STRIP_CHUNK = 16384  # scan.cu kStripChunk
 STRIP_STAGES = 8  # scan.cu kStripStages: chunks in flight
-STRIP_SMEM = STRIP_CHUNK * STRIP_STAGES  # the ring: 128 KiB (sm_80 and later data-centre GPUs)
 # strips per SM at least (fewer: a block per strip leaves too many SMs idle), and the share
 # of SMs the wider strips must fill before they are taken
 STRIP_MIN_FILL = 0.5
@@ -1222,7 +1221,7 @@ _SWITCHES = (
 _FIXED = (
     "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_STAGED",
     "STRIP_512_ENTRY_OPS",
-    "STRIP_CHUNK", "STRIP_STAGES", "STRIP_SMEM", "RING_CHUNK", "RING_STAGES", "RING_SMEM",
+    "STRIP_CHUNK", "STRIP_STAGES", "RING_CHUNK", "RING_STAGES", "RING_SMEM",
     "COOP_ROW_BYTES",
     "SCAN_GROUPS", "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
     "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER", "STREAM_OPS",
