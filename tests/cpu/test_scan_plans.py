@@ -662,7 +662,7 @@ def test_chunked_lse_backward_takes_the_states_of_its_op(
     log = _LaunchLog("sm_90")
     _patch(monkeypatch, "launch", log.launch)
     monkeypatch.setattr(K, "LOOKBACK", False)
-    monkeypatch.setattr(K, "RING_LSE_BACKWARD_ITEMSIZES", ())
+    monkeypatch.setattr(K, "RING_BACKWARD", ())
     st = (shape[1], 1)
     dy, x, y, dx = (Slot(a << 30, st) for a in (1, 2, 3, 4))
     variant = K.launch_scan(log, "lse_bwd", None, shape, axis, reverse=True, mode=0,  # type: ignore[arg-type]
@@ -1316,17 +1316,17 @@ def test_ring_backward_rows(shape: tuple[int, int], itemsize: int,
         return K._ring_rows(op, params, ops, itemsize)
 
     ops = [dy, x, y, dx, None]
-    assert (K.RING_BACKWARD_ITEMSIZES, K.RING_LSE_BACKWARD_ITEMSIZES) == ((2, 4), (2,))
+    assert K.RING_BACKWARD == (("prod_bwd", (2, 4)), ("lse_bwd", (2,)))
     assert rows_ok(ops) == (fits and itemsize != 8)
     assert rows_ok(ops, "lse_bwd") == (fits and itemsize == 2)
     assert not rows_ok([dy, None, y, dx, None])
     assert not rows_ok([dy, None, y, dx, None], "lse_bwd")
     assert not rows_ok(ops, "sum")
-    monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", (2, 4, 8))
-    monkeypatch.setattr(K, "RING_LSE_BACKWARD_ITEMSIZES", (2, 4, 8))
+    monkeypatch.setattr(K, "RING_BACKWARD", (("prod_bwd", (2, 4, 8)), ("lse_bwd", (2, 4, 8))))
     assert rows_ok(ops) == fits and rows_ok(ops, "lse_bwd") == fits
-    monkeypatch.setattr(K, "RING_BACKWARD_ITEMSIZES", ())
-    monkeypatch.setattr(K, "RING_LSE_BACKWARD_ITEMSIZES", ())
+    monkeypatch.setattr(K, "RING_BACKWARD", (("lse_bwd", (2, 4, 8)),))  # the cumprod's off
+    assert not rows_ok(ops) and rows_ok(ops, "lse_bwd") == fits
+    monkeypatch.setattr(K, "RING_BACKWARD", ())
     assert not rows_ok(ops) and not rows_ok(ops, "lse_bwd")
 
 

@@ -1814,10 +1814,9 @@ def test_scan_ring_backward(kind: ScanKind, element: ElementKind, monkeypatch: A
     inputs, and the same backward without the ring; and layouts that must not take it."""
     from baracuda.scan import _kernels as K
 
-    switches = ("RING_BACKWARD_ITEMSIZES", "RING_LSE_BACKWARD_ITEMSIZES")
+    every = tuple((o, (2, 4, 8)) for o in K.RING_BACKWARD_OPS)
     monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)
-    for name in switches:
-        monkeypatch.setattr(K, name, (2, 4, 8))
+    monkeypatch.setattr(K, "RING_BACKWARD", every)
     seen = launched_kernels(monkeypatch)
     ring = f"scan_{_op_of(kind)}_bwd_ring"
     gen = torch.Generator(device="cuda").manual_seed(12)
@@ -1847,11 +1846,9 @@ def test_scan_ring_backward(kind: ScanKind, element: ElementKind, monkeypatch: A
                 assert_close(dx, _np64(g64), element, scale=tsc, magnitude=mag,
                              what=f"ring vs torch autograd {label}")  # fmt: skip
             if want:
-                for name in switches:
-                    monkeypatch.setattr(K, name, ())
+                monkeypatch.setattr(K, "RING_BACKWARD", ())
                 dx_plain = run_backward(kind, dy, x, y, -1, reverse)
-                for name in switches:
-                    monkeypatch.setattr(K, name, (2, 4, 8))
+                monkeypatch.setattr(K, "RING_BACKWARD", every)
                 assert "ring" not in seen[-1], seen
                 assert_close(dx, _np64(dx_plain), element, scale=sc, magnitude=mag,
                              what=f"ring vs rows {label}")  # fmt: skip
@@ -1863,9 +1860,8 @@ def test_scan_ring_backward(kind: ScanKind, element: ElementKind, monkeypatch: A
 def test_ring_backward_on_the_benchmark_shape(kind: ScanKind, element: ElementKind,
                                               monkeypatch: Any) -> None:  # fmt: skip
     """The cumprod/logcumsumexp backward over 4096 x 8192 along dim 1 at the default switches:
-    through the ring where the op's switch (RING_BACKWARD_ITEMSIZES,
-    RING_LSE_BACKWARD_ITEMSIZES) takes the type; both directions, against the float64
-    reference."""
+    through the ring where RING_BACKWARD lists the op in the type; both directions, against
+    the float64 reference."""
     from baracuda.scan import _kernels as K
 
     seen = launched_kernels(monkeypatch)
@@ -1879,8 +1875,7 @@ def test_ring_backward_on_the_benchmark_shape(kind: ScanKind, element: ElementKi
         seen.clear()
         dx = run_backward(kind, dy, x, y, 1, reverse)
         op = f"{_op_of(kind)}_bwd"
-        sizes = K.RING_LSE_BACKWARD_ITEMSIZES if op == "lse_bwd" else K.RING_BACKWARD_ITEMSIZES
-        ring = element.itemsize in sizes
+        ring = K._listed(K.RING_BACKWARD, op, element.itemsize)
         assert (seen == [f"scan_{op}_ring"]) == ring and len(seen) == 1, seen
         check_backward(kind, element, dx, dy, x, y, 1, reverse, f"(4096, 8192) rev={reverse}")
 

@@ -344,7 +344,8 @@ STRIP_512_ENTRY_OPS = ("max", "lse_bwd")  # the ops with a strip512 entry
 
 
 def _listed(table: tuple[tuple[str, tuple[int, ...]], ...], op: str, itemsize: int) -> bool:
-    """Whether ``table`` (STRIP_OPS, STRIP_512_OPS) lists ``op`` in ``itemsize``."""
+    """Whether ``table`` (STRIP_OPS, STRIP_512_OPS, RING_BACKWARD) lists ``op`` in
+    ``itemsize``."""
     return any(o == op and itemsize in sizes for o, sizes in table)
 
 
@@ -445,19 +446,18 @@ RING_BLOCKS_PER_SM = 2
 RING_MIN_BALANCE = 0.9
 
 
-# Switch: the cumprod backward in the itemsizes of RING_BACKWARD_ITEMSIZES, and the
-# logcumsumexp backward in those of RING_LSE_BACKWARD_ITEMSIZES (RING_BACKWARD_OPS), take the
-# ring too, under the same conditions with dy, x and y staged (RING_BACKWARD_CHUNK bytes of
-# each a chunk, RING_BACKWARD_STAGES chunks in flight: the same 96 KiB), where every operand
-# allows 16-byte vectors. On an H200 (docs/benchmarks.md, round 30) the cumprod backward took
+# Switch: the backward ops of RING_BACKWARD (of RING_BACKWARD_OPS: the cumprod and
+# logcumsumexp backward) in the itemsizes it lists take the ring too, under the same
+# conditions with dy, x and y staged (RING_BACKWARD_CHUNK bytes of each a chunk,
+# RING_BACKWARD_STAGES chunks in flight: the same 96 KiB), where every operand allows 16-byte
+# vectors. On an H200 (docs/benchmarks.md, round 30) the cumprod backward took
 # 75.1 vs 129.8 us in bf16 and 135.1 vs 137.4 us in f32 over 4096 x 8192, 26.0 vs 65.5 and
 # 42.3 vs 69.5 us over 512 x 16384. The logcumsumexp backward runs there as a linear recurrence
 # in 2-byte types since round 31 (bf16 4096 x 8192: 100.0 us, against 147.7 for the running
 # minimum through the ring or warp rows); in f32 the running minimum took 300.0 us through
 # the ring against 199.3 on warp rows (its combine takes up to two accurate exps), and the
 # recurrence is not accurate enough there (scan.cu, LseBwdLinOp). Read at each launch.
-RING_BACKWARD_ITEMSIZES = (2, 4)
-RING_LSE_BACKWARD_ITEMSIZES = (2,)
+RING_BACKWARD: tuple[tuple[str, tuple[int, ...]], ...] = (("prod_bwd", (2, 4)), ("lse_bwd", (2,)))
 RING_BACKWARD_OPS = ("prod_bwd", "lse_bwd")
 RING_FORWARD_OPS = ("sum", "prod")
 RING_OPS = (*RING_FORWARD_OPS, *RING_BACKWARD_OPS)  # the ops with a ring entry
@@ -468,17 +468,15 @@ assert RING_BACKWARD_CHUNK * 3 * RING_BACKWARD_STAGES == RING_SMEM
 
 def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsize: int) -> bool:
     """Whether the rows of ``params`` may take the ring: ``RING_ROWS`` on, the op's operands
-    only (IN0 and OUT; dy, x, y and dx for RING_BACKWARD_OPS in the itemsizes of their
-    switches), each allowing 16-byte vectors along a contiguous axis (``params.vec``: the
+    only (IN0 and OUT; dy, x, y and dx for RING_BACKWARD_OPS in the itemsizes RING_BACKWARD
+    lists), each allowing 16-byte vectors along a contiguous axis (``params.vec``: the
     ring's callers pass every operand as a vector slot), outer dims that coalesce to one, rows
     of at least one chunk and whole 16-byte vectors."""
     used = [i for i, o in enumerate(operands) if o is not None]
     rowb = params.n * itemsize
     if op in RING_FORWARD_OPS:
         ops, chunk = [IN0, OUT], RING_CHUNK
-    elif op in RING_BACKWARD_OPS and itemsize in (
-        RING_LSE_BACKWARD_ITEMSIZES if op == "lse_bwd" else RING_BACKWARD_ITEMSIZES
-    ):
+    elif op in RING_BACKWARD_OPS and _listed(RING_BACKWARD, op, itemsize):
         ops, chunk = [IN0, IN1, IN2, OUT], RING_BACKWARD_CHUNK
     else:
         return False
@@ -1217,7 +1215,7 @@ _SWITCHES = (
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
     "STREAM_ROWS", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
-    "RING_BACKWARD_ITEMSIZES", "RING_LSE_BACKWARD_ITEMSIZES", "RING_MAX_BACKWARD",
+    "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)

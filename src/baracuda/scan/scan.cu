@@ -3666,7 +3666,7 @@ constexpr int kRingStagesOf = kRingStages * kRingChunk / (NIN * CH);
 // Ops whose lanes scan their J vectors in a row (one shuffle scan a chunk instead of J): those
 // whose combine is dear, the logcumsumexp backward's running minimum (an exp or two; on an
 // H200, f32 4096 x 8192 352.0 -> 300.0 us), which takes the ring in f32 / f64 only where
-// RING_LSE_BACKWARD_ITEMSIZES lists them (not by default: its warp rows took 199 us). Not the
+// RING_BACKWARD lists them (not by default: its warp rows took 199 us). Not the
 // linear recurrences (cumprod's backward: its stores, a lane's vectors apart, cost more than
 // the shuffles save: bf16 4096 x 8192 75.1 -> 81.4 us).
 template <class Op>
