@@ -318,9 +318,8 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
 # and 138.5 vs 381.2 (266.7 and 206.4 with the flags loaded at the chunk's scan); the
 # logcumsumexp backward bf16 145.4 vs 366.2, f32 356.8 vs 356.8 (round 35, its row groups'
 # factors and carry in double: 203.7 vs 357.3, and 5-7e-6 of max(1, |dx|) vs 3.1e-5 against
-# float64). logcumsumexp strips took f32
-# 130.8 vs 146.8 us but bf16 132.0 vs 129.7 (an exp in each position's chain on 8 warps an
-# SM), so only f32 takes them. Read at each launch.
+# float64). logcumsumexp strips took f32 130.8 vs 146.8 us but bf16 132.0 vs 129.7 (an exp
+# in each position's chain on 8 warps an SM), so only f32 takes them. Read at each launch.
 STRIP = True
 _ANY_SIZE = (2, 4, 8)
 STRIP_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (
@@ -336,9 +335,8 @@ STRIP_STAGED: dict[str, int] = {"sum": 1, "prod": 1, "max": 1, "lse": 1, "prod_b
 # (scan_strip512: half the positions a thread and a chunk, twice the warps an SM), where
 # their work a position is long: the logcumsumexp backward (its exps; bf16 over 4096 x 8192
 # along dim 0 on an H200: 145.6 vs 153.2 us, f32 356.6 vs 370.0; round 35, f32 203.9 vs
-# 232.1) and f32 cummax (its index
-# a position: 189.4 vs 210.8; bf16 lost, 255.2 vs 228.0). logcumsumexp lost in both (f32
-# 152.1 vs 130.2), and has no such entry.
+# 232.1) and f32 cummax (its index a position: 189.4 vs 210.8; bf16 lost, 255.2 vs 228.0).
+# logcumsumexp lost in both (f32 152.1 vs 130.2), and has no such entry.
 STRIP_512_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("max", (4,)), ("lse_bwd", _ANY_SIZE))
 STRIP_512_ENTRY_OPS = ("max", "lse_bwd")  # the ops with a strip512 entry
 
