@@ -8,7 +8,11 @@ and ``--off`` (Python literals). Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
         [--rounding] [--extrema-backward | --backward | --strided] [--only OP[,OP]] [--torch]
-        [--on V --off V]   (on a GPU)
+        [--on V --off V | --drop OP:SIZE[,OP:SIZE]]   (on a GPU)
+
+A table switch of (op, itemsizes) pairs (STRIP_OPS, STRIP_512_OPS, RING_BACKWARD) can take
+``--drop``: on is its default, off the default without those itemsizes of those ops (for
+example ``STRIP_OPS --drop lse_bwd:4``).
 """
 
 from __future__ import annotations
@@ -92,6 +96,18 @@ DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.B
 
 
 
+def _drop(table: Any, spec: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``table`` (a tuple of (op, itemsizes) pairs) without the (op, itemsize) entries of
+    ``spec`` ("op:itemsize,op:itemsize"); an op left with no itemsize keeps an empty tuple."""
+    drops = set()
+    for item in spec.split(","):
+        op, _, size = item.partition(":")
+        if not size.isdigit() or op not in {o for o, _ in table}:
+            raise SystemExit(f"--drop {item!r}: give OP:ITEMSIZE of an op the table lists")
+        drops.add((op, int(size)))
+    return tuple((o, tuple(z for z in sizes if (o, z) not in drops)) for o, sizes in table)
+
+
 def _plan(op: str, shape: tuple[int, ...], axis: int, el: bc.ElementKind, s: bc.Stream,
           x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, dy: torch.Tensor,
           saved_y: torch.Tensor) -> Any:  # fmt: skip
@@ -138,8 +154,12 @@ def main() -> None:
                     help="only the cases of these ops (e.g. cummax_backward)")  # fmt: skip
     ap.add_argument("--on", type=ast.literal_eval, default=True, help="the switch's first value")
     ap.add_argument("--off", type=ast.literal_eval, default=False, help="its second value")
+    ap.add_argument("--drop", default="", metavar="OP:SIZE[,OP:SIZE]",
+                    help="a table switch: on its default, off without these")  # fmt: skip
     a = ap.parse_args()
     default = getattr(_kernels, a.switch)
+    if a.drop:
+        a.on, a.off = default, _drop(default, a.drop)
     if isinstance(default, bool) != isinstance(a.on, bool) or type(a.on) is not type(a.off):
         raise SystemExit(f"{a.switch} = {default!r}: give --on and --off of its type")
     setting = {True: a.on, False: a.off}
