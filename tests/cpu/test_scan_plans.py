@@ -1220,10 +1220,13 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     grids = _record_grids(log, monkeypatch)
     _patch(monkeypatch, "memset_zero", log.memset)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
-    variant = K.launch_scan(log, op, None, (4096, 8192), 0, reverse=True, mode=0,  # type: ignore[arg-type]
-                            operands=_strip_slots(op), vec_slots=(0, 3), itemsize=4,
-                            layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
-    assert variant == "strip256x128"
+
+    def launch() -> str:  # 4096 x 8192 along dim 0, reverse, f32
+        return K.launch_scan(log, op, None, (4096, 8192), 0, reverse=True, mode=0,  # type: ignore[arg-type]
+                             operands=_strip_slots(op), vec_slots=(0, 3), itemsize=4,
+                             layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+
+    assert launch() == "strip256x128"
     assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
     smem = K.strip_smem(op, 4)
     # 128 KiB for one operand, 192 for three; the flags of seg_bwd: 32 KiB more in f32
@@ -1232,17 +1235,12 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if op in STRIP_512_ENTRY_OPS:
         monkeypatch.setattr(K, "STRIP_512_OPS", ((op, (4,)),))
         log.calls.clear()
-        assert K.launch_scan(log, op, None, (4096, 8192), 0, reverse=True, mode=0,  # type: ignore[arg-type]
-                             operands=_strip_slots(op), vec_slots=(0, 3), itemsize=4,
-                             layout="cols", sm_count=132, states_ptr=1 << 20) == "strip256x128"
+        assert launch() == "strip256x128"
         assert [c[0] for c in log.calls] == [f"scan_{op}_strip512"]
         assert grids[-1] == ((128, 1, 1), smem)
     # too little shared memory on the device: not taken
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: smem - 1)
-    assert "strip" not in K.launch_scan(log, op, None, (4096, 8192), 0, reverse=True, mode=0,  # type: ignore[arg-type]
-                                        operands=_strip_slots(op), vec_slots=(0, 3),
-                                        itemsize=4, layout="cols", sm_count=132,
-                                        states_ptr=1 << 20)  # fmt: skip
+    assert "strip" not in launch()
 
 
 _RING_CASES = [
