@@ -450,24 +450,26 @@ template <class X, class Y>
 struct Pick<false, X, Y> {
   typedef Y type;
 };
-// The logcumsumexp backward along contiguous rows (rows, look-back rows, segmented tiles, the
-// ring): the linear recurrence in 2-byte types, the running minimum otherwise. Strided axes
+// The logcumsumexp backward along contiguous rows (rows, look-back rows, segmented tiles): the
+// linear recurrence in 2-byte types, the running minimum otherwise (the ring takes
+// LseBwdStripOp, below). Strided axes
 // keep the running minimum in every type: there the neighbour is one more strided load a
 // position (on an H200, bf16 4096 x 8192 along dim 0: 359 -> 601 us with the recurrence).
 template <typename A>
 using LseBwdRowsOp = typename Pick<sizeof(BC_T) == 2, LseBwdLinOp<A>, LseBwdOp<A>>::type;
 
-// The logcumsumexp backward in strips, f32 and f64: LseBwdLinOp's linear recurrence within a
-// thread's row group of 4-16 positions; each group's factor one exp in double of its end
-// points, exp(y_next - y_first) (y at the neighbour of its last position and at its first),
-// where the recurrence's own factor is a product of one rounded exp a position; the groups'
-// sums and the carry along the axis in double. The carry is a chain of one join a group along
-// the whole axis, and its error grows with the chain. On an H200 over 4096 x 8192 along dim 0
-// (x ~ 4 N(0, 1)) the largest error against float64 was 5-7e-6 of max(1, |dx|) so, 2.1e-4
-// with the factor and carry in f32, and 3.1e-5 on the look-back kernels without strips
-// (whose chains are short); over 16384 rows 0.7-19e-6, and 1.2e-4 without strips. A join
-// is one double multiply-add where the running minimum (LseBwdOp) takes an accurate exp:
-// 357 -> 204 us there.
+// The logcumsumexp backward in strips and in the ring, f32 and f64: LseBwdLinOp's linear
+// recurrence within a thread's row group of 4-16 positions (the ring: a lane's run); each
+// group's factor one exp in double of its end points, exp(y_next - y_first) (y at the
+// neighbour of its last position and at its first), where the recurrence's own factor is a
+// product of one rounded exp a position; the groups' sums and the carry along the axis in
+// double. The carry is a chain of one join a group along the whole axis, and its error grows
+// with the chain. On an H200 over 4096 x 8192 along dim 0 (x ~ 4 N(0, 1)) the largest error
+// against float64 was 5-7e-6 of max(1, |dx|) so, 2.1e-4 with the factor and carry in f32, and
+// 3.1e-5 on the look-back kernels without strips (whose chains are short); over 16384 rows
+// 0.7-19e-6, and 1.2e-4 without strips. A join is one double multiply-add where the running
+// minimum (LseBwdOp) takes an accurate exp: 357 -> 204 us there; in the ring (contiguous rows)
+// 201 -> 169 us over 4096 x 8192 (on warp rows before, the running minimum).
 template <typename A>
 struct LseBwdGroupOp : LseBwdLinOp<A> {};
 template <typename A>
@@ -3673,6 +3675,11 @@ template <class Op>
 constexpr bool kRingLaneRun = false;
 template <typename A>
 constexpr bool kRingLaneRun<LseBwdOp<A>> = true;
+template <typename A>
+constexpr bool kRingLaneRun<LseBwdGroupOp<A>> = true;
+
+// kGroupFactor ops' joins of lanes, warps and chunks: LinRec in double.
+struct LinRec64 : LinRec<double> {};
 
 // Where a ring keeps the 16-byte vector at byte offset `off` of a chunk: `off` itself, or
 // (kSwz: a shift S >= 3) the vector's index v with its low three bits XORed with bits S..S+2,
@@ -3803,8 +3810,14 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   constexpr int J = WV / 32;              // vectors a lane
   static_assert(J >= 1 && NV >= kBlock, "ring tile shape");
   constexpr bool kLaneRun = kRingLaneRun<Op>;  // see kRingLaneRun
+  // kGroupFactor ops: a lane's run is a group (its factor one exp of its end points), and
+  // the lanes', warps' and chunks' joins are LinRec's in double (Cw), as in the strips
+  constexpr bool kGroup = kGroupFactor<Op>;
+  static_assert(!kGroup || (kLaneRun && NIN == 3), "groups are lane runs of three operands");
+  typedef typename StripCarryOf<Op>::type Cw;
+  [[maybe_unused]] const LinRec64 dop{P.mode};
   extern __shared__ int4 ring_buf[];
-  __shared__ S warp_tot[2][kBlock / 32];
+  __shared__ Cw warp_tot[2][kBlock / 32];
   unsigned char* ring = reinterpret_cast<unsigned char*>(ring_buf);
   const Op op{P.mode};
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
@@ -3820,7 +3833,11 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   i64 sr = blockIdx.x, sc = 0;
   unsigned char* sdst = sr < rows ? out + feed.row_at(sr, OUT) : out;
   int sslot = 0, half = 0;
-  S row_carry = op.identity();
+  Cw row_carry;
+  if constexpr (kGroup)
+    row_carry = dop.identity();
+  else
+    row_carry = op.identity();
   // Op::kNb: y at the positions after a vector's in scan order (nb), from the stage (y is
   // IN2, stage 2) but for the chunk's last position, whose neighbour is the next chunk's
   // first: kNbMake ops read it at the top of the chunk (far; the thread that holds the
@@ -3864,9 +3881,14 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
       return *reinterpret_cast<const int4*>(slot + k * CH + (kRev ? NV - 1 - vs : vs) * 16);
     };
     S st[J][L];
-    [[maybe_unused]] S ex[J];  // NIN > 1: the state before the lane's first position, from the
-                             // warp's first
-    S wcarry = op.identity();
+    [[maybe_unused]] Cw ex[J];  // NIN > 1: the state before the lane's first position, from the
+                              // warp's first
+    Cw wcarry;
+    if constexpr (kGroup)
+      wcarry = dop.identity();
+    else
+      wcarry = op.identity();
+    [[maybe_unused]] A y_first = A(0), nb_last = A(1);  // kGroup: the lane's end points
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       // the vector's index in scan order: 32 apart, or (kLaneRun) the lane's J in a row
@@ -3882,6 +3904,10 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
         }
         [[maybe_unused]] A nb[L];
         if constexpr (kNbMake<Op>) neighbours(slot, vs, e[2], far, nb);
+        if constexpr (kGroup) {
+          if (j == 0) y_first = to_acc(e[2][kRev ? L - 1 : 0]);
+          if (j == J - 1) nb_last = nb[L - 1];
+        }
 #pragma unroll
         for (int i = 0; i < L; ++i) {
           A a[Op::kIn];
@@ -3898,12 +3924,29 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
         if constexpr (!kLaneRun) ex[j] = warp_states_scan<L, Op, false>(op, st[j], wcarry, lane);
       }
     }
-    if constexpr (kLaneRun)  // one scan of the lanes' totals (those of their last vectors)
+    if constexpr (kGroup) {  // the lane's total with its end points' factor, in double
+      const double d = (double)nb_last - (double)y_first;
+      const double f = nb_last == y_first ? 1.0 : exp(d < 64.0 ? d : 64.0);
+      Cw lane_tot[1] = {Cw{f, (double)st[J - 1][L - 1].b}};
+      ex[0] = warp_states_scan<1, LinRec64, false>(dop, lane_tot, wcarry, lane);
+    } else if constexpr (kLaneRun) {  // one scan of the lanes' totals (their last vectors')
       ex[0] = warp_states_scan<L, Op, false>(op, st[J - 1], wcarry, lane);
+    }
     if (lane == 0) warp_tot[half][w] = wcarry;
     __syncthreads();  // this half of warp_tot is next written two chunks later, past a barrier
-    S pre = row_carry;
-    if constexpr (NIN == 1) {
+    Cw pre = row_carry;
+    if constexpr (kGroup) {  // as below, in double
+      constexpr int W = kBlock / 32;
+      Cw tot = lane < W ? warp_tot[half][lane] : dop.identity();
+#pragma unroll
+      for (int d = 1; d < W; d <<= 1) {
+        const Cw o = shfl_up(tot, d);
+        if (lane >= d) tot = dop.combine(o, tot);
+      }
+      const Cw before = shfl_idx(tot, w ? w - 1 : 0);
+      if (w) pre = dop.combine(pre, before);
+      row_carry = dop.combine(row_carry, shfl_idx(tot, W - 1));
+    } else if constexpr (NIN == 1) {
 #pragma unroll
       for (int h = 0; h < kBlock / 32; ++h) {
         const S th = warp_tot[half][h];
@@ -3944,7 +3987,13 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
 #pragma unroll
         for (int i = 0; i < L; ++i) nb[i] = A(1);
         if constexpr (Op::kNb) neighbours(slot, vs, e[2], far, nb);
-        if constexpr (kLaneRun) {
+        if constexpr (kGroup) {
+          if (j == 0) {  // before the lane's first position; its factor is not used
+            lane_pre = S{A(1), A(dop.combine(pre, ex[0]).b)};
+            exc_next = lane_pre;
+          }
+          ring_outputs<T, A, kRev>(op, lane_pre, exc_next, st[j], e, nb, o);
+        } else if constexpr (kLaneRun) {
           if (j == 0) {
             lane_pre = op.combine(pre, ex[0]);  // before the lane's first position
             exc_next = lane_pre;
@@ -3971,7 +4020,10 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     if (sc == last) {
       sc = 0;
       sr += gridDim.x;
-      row_carry = op.identity();
+      if constexpr (kGroup)
+        row_carry = dop.identity();
+      else
+        row_carry = op.identity();
       if (sr < rows) sdst = out + feed.row_at(sr, OUT);
     } else {
       ++sc;
@@ -4843,7 +4895,7 @@ BC_SCAN_STRIP_ENTRY(prod_bwd, ProdBwdOp)
 BC_SCAN_ENTRIES2(lse_bwd, LseBwdRowsOp, LseBwdOp, 2, 4)
 BC_SCAN_COLS_STATES_ENTRIES(lse_bwd, LseBwdOp)
 BC_SCAN_SEG_WIDE_ENTRY(lse_bwd, LseBwdRowsOp, 2)
-BC_SCAN_RING_ENTRY(lse_bwd, LseBwdRowsOp)
+BC_SCAN_RING_ENTRY(lse_bwd, LseBwdStripOp)
 BC_SCAN_STRIP_ENTRY(lse_bwd, LseBwdStripOp)
 BC_SCAN_STRIP512_ENTRY(lse_bwd, LseBwdStripOp)
 #elif defined(BC_SCAN_GROUP_MAX_BWD)  // the cummax/cummin backward: winner flags, segmented sums
