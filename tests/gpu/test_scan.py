@@ -1986,7 +1986,7 @@ _LSE_BACKWARD_SHAPES = [((4096, 8192), 1), ((512, 16384), 1), ((3000, 1029), 1),
 _LSE_BACKWARD_STRIPS = [((1500, 8192), 0), ((4096, 8192), 0)]
 _LSE_BACKWARD_STRIP_BOUND = {ElementKind.F32: 3e-5}
 # ... and those that take the ring, whose lanes' runs are groups the same way in f32 (an H200
-# measured 0.7-1.3e-5 over 4096 x 8192 and 1024 x 32768; warp rows 1.4-2.1e-5)
+# measured 0.7-1.3e-5 over 4096 x 8192 and 1024 x 32768; warp rows 1.3-2.1e-5)
 _LSE_BACKWARD_RING = [((4096, 8192), 1), ((512, 16384), 1)]
 # max |dx - ref| / max(1, |ref|): about twice the stored type's rounding (f32: its sums)
 _LSE_BACKWARD_BOUND = {ElementKind.F32: 1e-4, ElementKind.F16: 1e-3, ElementKind.BF16: 8e-3}

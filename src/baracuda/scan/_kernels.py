@@ -458,8 +458,8 @@ RING_MIN_BALANCE = 0.9
 # Since round 36 f32/f64 take it too, as the strips do (scan.cu, LseBwdGroupOp): a recurrence
 # in each lane's run of positions, whose factor is one exp in double of its end points, with
 # the lanes', warps' and chunks' joins in double. On an H200, f32: 4096 x 8192 168.8 vs
-# 200.9 us on warp rows, 512 x 16384 52.6 vs 125.0, 1000 x 8200 62.3 vs 93.9; the largest
-# error against float64 (x ~ 4 N(0, 1)) 0.7-1.3e-5 of max(1, |dx|), warp rows' 1.4-2.1e-5.
+# 201.2 us on warp rows, 512 x 16384 52.6 vs 125.0, 1000 x 8200 62.3 vs 93.9; the largest
+# error against float64 (x ~ 4 N(0, 1)) 0.7-1.3e-5 of max(1, |dx|), warp rows' 1.3-2.1e-5.
 RING_BACKWARD: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("prod_bwd", (2, 4)), ("lse_bwd", (2, 4, 8)),
 )  # fmt: skip
