@@ -452,9 +452,9 @@ struct Pick<false, X, Y> {
 };
 // The logcumsumexp backward along contiguous rows (rows, look-back rows, segmented tiles): the
 // linear recurrence in 2-byte types, the running minimum otherwise (the ring takes
-// LseBwdStripOp, below). Strided axes
-// keep the running minimum in every type: there the neighbour is one more strided load a
-// position (on an H200, bf16 4096 x 8192 along dim 0: 359 -> 601 us with the recurrence).
+// LseBwdStripOp, below). Strided axes keep the running minimum in every type: there the
+// neighbour is one more strided load a position (on an H200, bf16 4096 x 8192 along dim 0:
+// 359 -> 601 us with the recurrence).
 template <typename A>
 using LseBwdRowsOp = typename Pick<sizeof(BC_T) == 2, LseBwdLinOp<A>, LseBwdOp<A>>::type;
 
@@ -3572,7 +3572,8 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
 #pragma unroll
       for (int j = 0; j < C; ++j) {
         Cw p = k ? cbuf[((k & 1) * C + j) * LPR + col] : seg_empty(op);
-        for (int h = 0; h < g; ++h) p = seg_join(op, p, tot[(((k & 1) * G + h) * C + j) * LPR + col]);
+        for (int h = 0; h < g; ++h)
+          p = seg_join(op, p, tot[(((k & 1) * G + h) * C + j) * LPR + col]);
         pre[j] = p;
         if (g == G - 1)
           cbuf[(((k + 1) & 1) * C + j) * LPR + col] =
@@ -3702,6 +3703,24 @@ constexpr bool kRingLaneRun<LseBwdGroupOp<A>> = true;
 
 // kGroupFactor ops' joins of lanes, warps and chunks: LinRec in double.
 struct LinRec64 : LinRec<double> {};
+
+// A ring block's join of its warps' chunk totals `tot_of` (kBlock / 32 of them) by jop's
+// combine: those before warp w's onto `pre`, all of them onto `row_carry`. Lanes 0-7 scan the
+// 8 totals by shuffles: 5 combines a lane instead of 16.
+template <class JOp, typename Cw>
+__device__ __forceinline__ void ring_join_warps(const JOp& jop, const Cw* tot_of, int lane, int w,
+                                                Cw& pre, Cw& row_carry) {
+  constexpr int W = kBlock / 32;
+  Cw tot = lane < W ? tot_of[lane] : jop.identity();
+#pragma unroll
+  for (int d = 1; d < W; d <<= 1) {
+    const Cw o = shfl_up(tot, d);
+    if (lane >= d) tot = jop.combine(o, tot);
+  }
+  const Cw before = shfl_idx(tot, w ? w - 1 : 0);
+  if (w) pre = jop.combine(pre, before);
+  row_carry = jop.combine(row_carry, shfl_idx(tot, W - 1));
+}
 
 // Where a ring keeps the 16-byte vector at byte offset `off` of a chunk: `off` itself, or
 // (kSwz: a shift S >= 3) the vector's index v with its low three bits XORed with bits S..S+2,
@@ -3957,17 +3976,8 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     if (lane == 0) warp_tot[half][w] = wcarry;
     __syncthreads();  // this half of warp_tot is next written two chunks later, past a barrier
     Cw pre = row_carry;
-    if constexpr (kGroup) {  // as below, in double
-      constexpr int W = kBlock / 32;
-      Cw tot = lane < W ? warp_tot[half][lane] : dop.identity();
-#pragma unroll
-      for (int d = 1; d < W; d <<= 1) {
-        const Cw o = shfl_up(tot, d);
-        if (lane >= d) tot = dop.combine(o, tot);
-      }
-      const Cw before = shfl_idx(tot, w ? w - 1 : 0);
-      if (w) pre = dop.combine(pre, before);
-      row_carry = dop.combine(row_carry, shfl_idx(tot, W - 1));
+    if constexpr (kGroup) {
+      ring_join_warps(dop, warp_tot[half], lane, w, pre, row_carry);  // in double
     } else if constexpr (NIN == 1) {
 #pragma unroll
       for (int h = 0; h < kBlock / 32; ++h) {
@@ -3975,17 +3985,8 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
         if (h < w) pre = op.combine(pre, th);
         row_carry = op.combine(row_carry, th);
       }
-    } else {  // lanes 0-7 scan the 8 totals: 5 combines a lane instead of 16
-      constexpr int W = kBlock / 32;
-      S tot = lane < W ? warp_tot[half][lane] : op.identity();
-#pragma unroll
-      for (int d = 1; d < W; d <<= 1) {
-        const S o = shfl_up(tot, d);
-        if (lane >= d) tot = op.combine(o, tot);
-      }
-      const S before = shfl_idx(tot, w ? w - 1 : 0);
-      if (w) pre = op.combine(pre, before);
-      row_carry = op.combine(row_carry, shfl_idx(tot, W - 1));
+    } else {
+      ring_join_warps(op, warp_tot[half], lane, w, pre, row_carry);
     }
     const i64 s = feed.start(sc);
     [[maybe_unused]] S lane_pre, exc_next;  // kLaneRun: on from the lane's previous vector
