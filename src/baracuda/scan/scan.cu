@@ -502,6 +502,15 @@ constexpr bool kStripSmemCarry = kGroupFactor<Op>;
 template <typename A, typename I>
 constexpr bool kStripSmemCarry<MaxOp<A, I>> = true;
 
+// A kGroupFactor group's factor from its end points: exp(y_next - y_first) in double (y at
+// the neighbour of its last position and at its first), 1 where they are equal (infinities
+// included), the exponent capped at 64 as LseBwdLinOp's factor is.
+template <typename A>
+__device__ __forceinline__ double group_factor(A y_next, A y_first) {
+  const double d = (double)y_next - (double)y_first;
+  return y_next == y_first ? 1.0 : exp(d < 64.0 ? d : 64.0);
+}
+
 // An element's state: make, or make_nb with the neighbour nb for kNbMake ops.
 template <class Op, typename A>
 __device__ __forceinline__ typename Op::S make_at(const Op& op, const A* v, A nb,
@@ -3347,6 +3356,26 @@ struct StripWord<8> {
 template <typename T>
 constexpr int kStripWordBytes = sizeof(T) < 4 ? 4 : (int)sizeof(T);  // bytes a lane owns
 
+// The carry of kStripSmemCarry strips: empty (the ring's carries start from it too), and a
+// group's total joined onto it: the op's seg_join, or for kGroupFactor ops the linear
+// recurrence in double with the factor not carried (only the sum is; the ring's joins keep
+// it, LinRec64). Operands by reference: by value, the cummax strips compiled to another
+// schedule.
+template <typename Cw, class Op>
+__device__ __forceinline__ Cw carry_empty(const Op& op) {
+  if constexpr (kGroupFactor<Op>)
+    return Cw{1.0, 0.0};
+  else
+    return seg_empty(op);
+}
+template <class Op, typename Cw>
+__device__ __forceinline__ Cw carry_join(const Op& op, const Cw& l, const Cw& r) {
+  if constexpr (kGroupFactor<Op>)
+    return Cw{1.0, r.a * l.b + r.b};
+  else
+    return seg_join(op, l, r);
+}
+
 // NT threads; tot: 2 x NT x C words in shared memory (the row groups' totals, two chunks
 // apart; for kStripSmemCarry ops NT x C more, the carry)
 template <typename T, typename A, class Op, int SW, int NT>
@@ -3539,45 +3568,29 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
 #pragma unroll
     for (int j = 0; j < C; ++j) {
       if constexpr (kGroupFactor<Op>) {
-        const double d = (double)nb_last[j] - (double)a0[IN2][j];
-        const double f = nb_last[j] == a0[IN2][j] ? 1.0 : exp(d < 64.0 ? d : 64.0);
-        tot[(((k & 1) * G + g) * C + j) * LPR + col] = Cw{f, (double)v[RPG - 1][j].b};
+        tot[(((k & 1) * G + g) * C + j) * LPR + col] =
+            Cw{group_factor(nb_last[j], a0[IN2][j]), (double)v[RPG - 1][j].b};
       } else {
         tot[(((k & 1) * G + g) * C + j) * LPR + col] = v[RPG - 1][j];
       }
     }
     __syncthreads();  // this half of tot is next written two chunks later, past a barrier
     Cw pre[C];
-    if constexpr (kGroupFactor<Op>) {
+    if constexpr (kStripSmemCarry<Op>) {
       // The carry into the chunk (kept in shared memory past tot's two halves by the last
-      // group of the chunk before, two chunks apart), then the groups before this thread's:
-      // each group's factor scales what comes before it, and the factors themselves are not
-      // carried (a is unused past here).
+      // group of the chunk before, two chunks apart), then the groups before this thread's.
+      // kGroupFactor ops: each group's factor scales what comes before it, and the factors
+      // themselves are not carried (a is unused past here).
       Cw* const cbuf = tot + 2 * NT * C;
 #pragma unroll
       for (int j = 0; j < C; ++j) {
-        double b = k ? cbuf[((k & 1) * C + j) * LPR + col].b : 0.0;
-        for (int h = 0; h < g; ++h) {
-          const Cw th = tot[(((k & 1) * G + h) * C + j) * LPR + col];
-          b = th.a * b + th.b;
-        }
-        pre[j] = Cw{1.0, b};
-        if (g == G - 1) {
-          const Cw th = tot[(((k & 1) * G + g) * C + j) * LPR + col];
-          cbuf[(((k + 1) & 1) * C + j) * LPR + col] = Cw{1.0, th.a * b + th.b};
-        }
-      }
-    } else if constexpr (kStripSmemCarry<Op>) {  // as above, with the op's own join
-      Cw* const cbuf = tot + 2 * NT * C;
-#pragma unroll
-      for (int j = 0; j < C; ++j) {
-        Cw p = k ? cbuf[((k & 1) * C + j) * LPR + col] : seg_empty(op);
+        Cw p = k ? cbuf[((k & 1) * C + j) * LPR + col] : carry_empty<Cw>(op);
         for (int h = 0; h < g; ++h)
-          p = seg_join(op, p, tot[(((k & 1) * G + h) * C + j) * LPR + col]);
+          p = carry_join(op, p, tot[(((k & 1) * G + h) * C + j) * LPR + col]);
         pre[j] = p;
         if (g == G - 1)
           cbuf[(((k + 1) & 1) * C + j) * LPR + col] =
-              seg_join(op, p, tot[(((k & 1) * G + g) * C + j) * LPR + col]);
+              carry_join(op, p, tot[(((k & 1) * G + g) * C + j) * LPR + col]);
       }
     } else {
 #pragma unroll
@@ -3874,11 +3887,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
   i64 sr = blockIdx.x, sc = 0;
   unsigned char* sdst = sr < rows ? out + feed.row_at(sr, OUT) : out;
   int sslot = 0, half = 0;
-  Cw row_carry;
-  if constexpr (kGroup)
-    row_carry = dop.identity();
-  else
-    row_carry = op.identity();
+  Cw row_carry = carry_empty<Cw>(op);
   // Op::kNb: y at the positions after a vector's in scan order (nb), from the stage (y is
   // IN2, stage 2) but for the chunk's last position, whose neighbour is the next chunk's
   // first: kNbMake ops read it at the top of the chunk (far; the thread that holds the
@@ -3924,11 +3933,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     S st[J][L];
     [[maybe_unused]] Cw ex[J];  // NIN > 1: the state before the lane's first position, from the
                               // warp's first
-    Cw wcarry;
-    if constexpr (kGroup)
-      wcarry = dop.identity();
-    else
-      wcarry = op.identity();
+    Cw wcarry = carry_empty<Cw>(op);
     [[maybe_unused]] A y_first = A(0), nb_last = A(1);  // kGroup: the lane's end points
 #pragma unroll
     for (int j = 0; j < J; ++j) {
@@ -3966,9 +3971,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
       }
     }
     if constexpr (kGroup) {  // the lane's total with its end points' factor, in double
-      const double d = (double)nb_last - (double)y_first;
-      const double f = nb_last == y_first ? 1.0 : exp(d < 64.0 ? d : 64.0);
-      Cw lane_tot[1] = {Cw{f, (double)st[J - 1][L - 1].b}};
+      Cw lane_tot[1] = {Cw{group_factor(nb_last, y_first), (double)st[J - 1][L - 1].b}};
       ex[0] = warp_states_scan<1, LinRec64, false>(dop, lane_tot, wcarry, lane);
     } else if constexpr (kLaneRun) {  // one scan of the lanes' totals (their last vectors')
       ex[0] = warp_states_scan<L, Op, false>(op, st[J - 1], wcarry, lane);
@@ -4043,10 +4046,7 @@ __device__ __forceinline__ void scan_ring_dir(const Params& P) {
     if (sc == last) {
       sc = 0;
       sr += gridDim.x;
-      if constexpr (kGroup)
-        row_carry = dop.identity();
-      else
-        row_carry = op.identity();
+      row_carry = carry_empty<Cw>(op);
       if (sr < rows) sdst = out + feed.row_at(sr, OUT);
     } else {
       ++sc;
