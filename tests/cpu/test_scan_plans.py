@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -752,7 +754,7 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
         assert loaded[-1] == f"{op}_stream"
         (fn, grid, block, params, dependent, coop), = calls
         assert fn == f"scan_{op}_{'streamrev' if reverse else 'stream'}"
-        assert (grid, block, dependent, coop) == ((min(2 * tpr, 264), 1, 1), 320, False, True)
+        assert (grid, block, dependent, coop) == ((min(2 * tpr, 264), 1, 1), 352, False, True)
         p = params
         assert (p.rows, p.n, p.nchunks, p.lb) == (2, n, tpr, ws)  # type: ignore[attr-defined]
         assert zeroed == []  # the kernel zeroes its words
@@ -943,6 +945,36 @@ def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
             assert group in ops[kind]
             streamed = SCAN_SOURCES[STREAM_GROUPS[group]].entries
             assert set(streamed) == {_SHARED} | {f"scan_{group}_{k}" for k in STREAM_KINDS}
+
+
+def _scan_cu_constants(prefix: str) -> dict[str, int]:
+    """scan.cu's ``constexpr int`` constants whose names start with ``prefix``, evaluated."""
+    from baracuda.scan import _kernels as K
+
+    text = (Path(K.__file__).parent / "scan.cu").read_text()
+    values: dict[str, int] = {}
+    for decl in re.findall(r"^constexpr int ([^;]+);", text, re.M):
+        for part in re.split(r",\s*(?=k\w+\s*=)", decl):
+            name, expr = (p.strip() for p in part.split("=", 1))
+            if name.startswith(prefix):
+                expr = expr.replace("(int)", "").replace("/", "//")
+                values[name] = int(eval(expr, {"__builtins__": {}}, dict(values)))
+    return values
+
+
+def test_stream_constants_mirror_the_kernel() -> None:
+    """The host launches the stream kernel with scan.cu's block and stages: a block of other
+    than kStreamThreads threads would leave a role's warp out and its mbarriers never
+    complete (a hang), other stage bytes would land tiles out of their stages."""
+    from baracuda.scan import _kernels as K
+
+    c = _scan_cu_constants("kStream")
+    host = {"kStreamTile": K.STREAM_TILE, "kStreamStages": K.STREAM_STAGES,
+            "kStreamWave": K.STREAM_WAVE, "kStreamThreads": K.STREAM_THREADS}  # fmt: skip
+    assert {name: c[name] for name in host} == host
+    smem = c["kStreamStages"] * c["kStreamTile"]
+    assert smem == K.STREAM_SMEM
+    assert c["kStreamRows"] * 32 * c["kStreamWarps"] * 16 == c["kStreamTile"]
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

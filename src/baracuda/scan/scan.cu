@@ -4297,20 +4297,30 @@ __device__ void scan_max_bwd_ring(const Params& P) {
 // Contiguous rows (IN0 -> OUT, 16-byte aligned, rows of whole 16-byte vectors) of an op whose
 // state is one float (cumsum, cumprod below f64), cut into tiles of kStreamTile bytes: a
 // block's first kStreamStages tiles by its index, the rest in the order of a counter. A
-// block has three roles:
-//  - warp kStreamWarps loads tiles into a ring of kStreamStages shared-memory stages by bulk
-//    copies (cp.async.bulk, completing on an mbarrier), and as soon as a tile has landed
-//    publishes its total to the workspace (and its warps' segment totals to the block);
-//  - warp kStreamWarps + 1 computes each tile's exclusive prefix: the prefix of its wave
+// block has four roles:
+//  - warp kStreamLoader loads tiles into a ring of kStreamStages shared-memory stages by bulk
+//    copies (cp.async.bulk, completing on an mbarrier), a stage as soon as the warps that
+//    read its tile before are done with it;
+//  - warp kStreamReducer, as soon as a tile has landed, publishes its total to the workspace
+//    (and its warps' segment totals to the block);
+//  - warp kStreamPrefix computes each tile's exclusive prefix: the prefix of its wave
 //    (kStreamWave consecutive tiles of a row; published by the wave before's last tile)
 //    combined with the totals of the wave's tiles before it, in a fixed order;
 //  - kStreamWarps warps scan the tile: 16-byte vectors in rows of 512 bytes, a lane one
-//    vector a row, shuffle scans, then the prefix, and store straight from registers.
+//    vector a row, kept as loaded (a 2-byte type's in half the registers of floats), shuffle
+//    scans of the vectors' totals, then the prefix, and each vector scanned again with it
+//    and stored straight from registers.
+// The loads and the totals are two warps so that a tile's total waits neither for another
+// tile nor for a free stage: in one warp, the next landed tile's total waited until the
+// scanning warps had read the tile before it, so until that tile's prefix was out. On an H200
+// (docs/benchmarks.md, round 37) the split took cumsum over (2, 2^23) f32 from 48.7 to 45.5
+// us, (1, 2^26) from 172.6 to 162.5, (16, 2^20) from 49.1 to 41.8, bf16 (1, 2^26) from 91.6
+// to 85.3. A second reducer warp (each half of a tile) measured no faster.
 // A tile's total never waits for another tile, so reading overlaps writing as in a copy
 // (the cooperative kernel reads every piece before it writes any), and no block waits at a
 // block-wide barrier. The prefixes are sums in a fixed order whatever the timing: the same
 // bits every run and on any number of SMs. The last tile of a row in scan order may be
-// partial: its bytes stand at the stage's end in reverse scans, and the load warp fills the
+// partial: its bytes stand at the stage's end in reverse scans, and the loader fills the
 // rest of its stage with the identity first, so every tile takes one mask-free path (two
 // paths, masked and not, measured 0.4-1 us slower on the H100) and only its stores are
 // masked. Workspace: the tile counter (16 bytes), then a flag-and-total word a tile, then a
@@ -4323,7 +4333,9 @@ constexpr int kStreamStages = 3;
 constexpr int kStreamMeta = 2 * kStreamStages;  // tiles whose totals and prefixes a block keeps
 constexpr int kStreamWarps = 8;
 constexpr int kStreamWave = 256;
-constexpr int kStreamThreads = 32 * (kStreamWarps + 2);
+constexpr int kStreamLoader = kStreamWarps, kStreamPrefix = kStreamWarps + 1;  // the warps
+constexpr int kStreamReducer = kStreamWarps + 2;                                 // of the roles
+constexpr int kStreamThreads = 32 * (kStreamWarps + 3);
 constexpr int kStreamVecs = kStreamTile / 16;                 // 16-byte vectors a tile
 constexpr int kStreamRows = kStreamVecs / 32 / kStreamWarps;  // vector rows a scanning warp
 
@@ -4447,22 +4459,20 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
   typedef typename Op::S S;
   constexpr int L = 16 / (int)sizeof(T), RPW = kStreamRows;
   auto vec_at = [](int q) -> int { return kRev ? kStreamVecs - 1 - q : q; };
-  float v[RPW][L];
+  int4 raw[RPW];  // the rows as they land (a 2-byte type's half the registers of floats)
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) raw[i] = stage[vec_at((warp * RPW + i) * 32 + lane)];
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty);
+  S inc[RPW];  // each lane's vector total, then the row's inclusive scan of them
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
     float f[L];
-    unpack16<T>(stage[vec_at((warp * RPW + i) * 32 + lane)], f);
+    unpack16<T>(raw[i], f);
+    S acc = f[kRev ? L - 1 : 0];
 #pragma unroll
-    for (int e = 0; e < L; ++e) v[i][e] = f[kRev ? L - 1 - e : e];
-  }
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty);
-  S inc[RPW];
-#pragma unroll
-  for (int i = 0; i < RPW; ++i) {
-#pragma unroll
-    for (int e = 1; e < L; ++e) v[i][e] = op.combine(v[i][e - 1], v[i][e]);
-    inc[i] = v[i][L - 1];
+    for (int e = 1; e < L; ++e) acc = op.combine(acc, f[kRev ? L - 1 - e : e]);
+    inc[i] = acc;
   }
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1)
@@ -4487,10 +4497,16 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
     const S add = op.combine(base, op.combine(run, before));
     run = op.combine(run, row_tot);
     const int q = (warp * RPW + i) * 32 + lane;
-    if (q < nv) {
-      float o[L];
+    if (q < nv) {  // the vector's scan again (the same sums as its total's), after `add`
+      float f[L], o[L];
+      unpack16<T>(raw[i], f);
+      S acc = f[kRev ? L - 1 : 0];
+      o[kRev ? L - 1 : 0] = op.combine(add, acc);
 #pragma unroll
-      for (int e = 0; e < L; ++e) o[kRev ? L - 1 - e : e] = op.combine(add, v[i][e]);
+      for (int e = 1; e < L; ++e) {
+        acc = op.combine(acc, f[kRev ? L - 1 - e : e]);
+        o[kRev ? L - 1 - e : e] = op.combine(add, acc);
+      }
       __stcs(dst + vec_at(q), pack16<T>(o));
     }
   }
@@ -4508,6 +4524,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     extern __shared__ __align__(128) int4 stream_buf[];  // bulk copies land on 128-byte lines
     __shared__ __align__(8) unsigned long long full[kStreamStages], empty[kStreamStages];
     __shared__ __align__(8) unsigned long long red[kStreamMeta], pre[kStreamMeta], mfree[kStreamMeta];
+    __shared__ __align__(8) unsigned long long zeroed;
     __shared__ int stage_tile[kStreamStages], meta_tile[kStreamMeta];
     __shared__ S seg[kStreamMeta][kStreamWarps + 1];
     __shared__ S prefix[kStreamMeta];
@@ -4540,15 +4557,18 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
       return kRev ? rowb - (i64)j * kStreamTile - nb : (i64)j * kStreamTile;
     };
     if (threadIdx.x == 0) {
-      for (int s = 0; s < kStreamStages; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], kStreamWarps); }
+      for (int s = 0; s < kStreamStages; ++s) {
+        mbar_init(&full[s], 1);
+        mbar_init(&empty[s], kStreamWarps + 1);  // the scanning warps and the reducer
+      }
+      mbar_init(&zeroed, 1);
       for (int s = 0; s < kStreamMeta; ++s) {
         mbar_init(&red[s], 1); mbar_init(&pre[s], 1); mbar_init(&mfree[s], kStreamWarps);
       }
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    if (warp == kStreamWarps) {  // loads, and each tile's total as soon as it lands
-      int held[kStreamStages];
+    if (warp == kStreamLoader) {  // the loads
       // a stage's tile: the first stages' by block index, then in the order of the counter
       auto issue = [&](int s, bool first) -> bool {
         int t = (int)blockIdx.x + s * grid;
@@ -4583,9 +4603,6 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
             mbar_arrive(&full[s]);
           }
         }
-#pragma unroll
-        for (int q = 0; q < kStreamStages; ++q)
-          if (q == s) held[q] = ok ? t : -1;
         return ok;
       };
       int issued = 0;
@@ -4593,24 +4610,34 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
       for (; issued < kStreamStages && more; ++issued) more = issue(issued, true);
       // Those loads are in flight while the grid waits for every block's zeroing (a
       // cooperative launch: every block is resident). Only then may this warp claim tiles
-      // and publish totals, and the look-back warp (after it) read the words.
-      if (lane == 0) grid_wait(grid_arrive());
+      // and the reducer publish totals (`zeroed`), and the prefix warp read the words.
+      if (lane == 0) {
+        grid_wait(grid_arrive());
+        mbar_arrive(&zeroed);
+      }
       __syncwarp();
-      for (int k = 0; k < issued; ++k) {
+      for (; more; ++issued) {  // a stage as soon as its scanning warps and reducer are done
+        const int s = issued % kStreamStages;
+        mbar_wait(&empty[s], ((issued / kStreamStages) - 1) & 1);
+        more = issue(s, false);
+      }
+      return;
+    }
+    if (warp == kStreamReducer) {  // each tile's total as soon as it lands
+      for (int k = 0;; ++k) {
         const int s = k % kStreamStages, ms = k % kStreamMeta;
-        int t = -1;
-#pragma unroll
-        for (int q = 0; q < kStreamStages; ++q)
-          if (q == s) t = held[q];
+        mbar_wait(&full[s], (k / kStreamStages) & 1);
+        const int t = stage_tile[s];
         if (t < 0) {
           if (k >= kStreamMeta) mbar_wait(&mfree[ms], ((k / kStreamMeta) - 1) & 1);
           if (lane == 0) { meta_tile[ms] = -1; mbar_arrive(&red[ms]); }
           break;
         }
-        mbar_wait(&full[s], (k / kStreamStages) & 1);
-        const int4* stage = reinterpret_cast<const int4*>(ring + s * kStreamTile);
         S a[kStreamWarps];  // the scanning warps' segments, lane by lane
-        stream_segments<T, Op, kRev>(op, stage, lane, a);
+        stream_segments<T, Op, kRev>(op, reinterpret_cast<const int4*>(ring + s * kStreamTile),
+                                     lane, a);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1)
 #pragma unroll
@@ -4620,10 +4647,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           }
         S tot = op.identity();
 #pragma unroll
-        for (int w = 0; w < kStreamWarps; ++w) {
-          a[w] = __shfl_sync(kFull, a[w], 0);
-          tot = op.combine(tot, a[w]);
-        }
+        for (int w = 0; w < kStreamWarps; ++w) tot = op.combine(tot, a[w]);
+        if (k == 0) mbar_wait(&zeroed, 0);
         if (lane == 0) st_relaxed(totals + t, kReady | __float_as_uint(tot));
         if (k >= kStreamMeta) mbar_wait(&mfree[ms], ((k / kStreamMeta) - 1) & 1);
         if (lane == 0) {
@@ -4633,16 +4658,11 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           meta_tile[ms] = t;
           mbar_arrive(&red[ms]);
         }
-        if (more) {
-          const int s2 = issued % kStreamStages;
-          mbar_wait(&empty[s2], ((issued / kStreamStages) - 1) & 1);
-          more = issue(s2, false);
-          ++issued;
-        }
+        __syncwarp();
       }
       return;
     }
-    if (warp == kStreamWarps + 1) {  // each tile's exclusive prefix
+    if (warp == kStreamPrefix) {  // each tile's exclusive prefix
       constexpr int M = kStreamWave / 32;
       for (int k = 0;; ++k) {
         const int ms = k % kStreamMeta;
@@ -4830,7 +4850,10 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
 // Few long rows in one pass (sm_90; the host launches them for no other arch), in programs
 // of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, a cooperative launch that
-// zeroes its own workspace, two blocks an SM (at most 102 registers).
+// zeroes its own workspace, two blocks an SM (80 registers: ptxas counts the 352 threads as
+// 384). __maxnreg__(88), which also fits two blocks, measured slower in f32 (H200, round 37:
+// (2, 2^23) 48.6 against 45.5 us, (1, 2^26) 173.9 against 162.6) though it spills less in the
+// 2-byte types (16-88 bytes against 52-140).
 #define BC_SCAN_STREAM_ENTRY(name, OP)                                                      \
   extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
       BC_ENTRY(scan_##name##_stream)(bc::scan::Params p) {                                  \
