@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -947,36 +945,6 @@ def test_each_plan_loads_the_program_of_its_kernels(kind: ScanKind) -> None:
             assert set(streamed) == {_SHARED} | {f"scan_{group}_{k}" for k in STREAM_KINDS}
 
 
-def _scan_cu_constants(prefix: str) -> dict[str, int]:
-    """scan.cu's ``constexpr int`` constants whose names start with ``prefix``, evaluated."""
-    from baracuda.scan import _kernels as K
-
-    text = (Path(K.__file__).parent / "scan.cu").read_text()
-    values: dict[str, int] = {}
-    for decl in re.findall(r"^constexpr int ([^;]+);", text, re.M):
-        for part in re.split(r",\s*(?=k\w+\s*=)", decl):
-            name, expr = (p.strip() for p in part.split("=", 1))
-            if name.startswith(prefix):
-                expr = expr.replace("(int)", "").replace("/", "//")
-                values[name] = int(eval(expr, {"__builtins__": {}}, dict(values)))
-    return values
-
-
-def test_stream_constants_mirror_the_kernel() -> None:
-    """The host launches the stream kernel with scan.cu's block and stages: a block of other
-    than kStreamThreads threads would leave a role's warp out and its mbarriers never
-    complete (a hang), other stage bytes would land tiles out of their stages."""
-    from baracuda.scan import _kernels as K
-
-    c = _scan_cu_constants("kStream")
-    host = {"kStreamTile": K.STREAM_TILE, "kStreamStages": K.STREAM_STAGES,
-            "kStreamWave": K.STREAM_WAVE, "kStreamThreads": K.STREAM_THREADS}  # fmt: skip
-    assert {name: c[name] for name in host} == host
-    smem = c["kStreamStages"] * c["kStreamTile"]
-    assert smem == K.STREAM_SMEM
-    assert c["kStreamRows"] * 32 * c["kStreamWarps"] * 16 == c["kStreamTile"]
-
-
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("element", list(ElementKind), ids=lambda e: e.value)
 def test_every_scan_program_compiles_with_its_own_kernels(arch: str, element: ElementKind) -> None:
@@ -1443,9 +1411,9 @@ def test_ring_needs_the_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_host_mirrors_of_the_kernel_constants() -> None:
-    """The host's sizes of the strip, ring and cooperative launches (their shared memory,
-    block size and what a cooperative block keeps) are the constants scan.cu compiles
-    with."""
+    """The host's sizes of the strip, ring, stream and cooperative launches (their shared
+    memory, block size and what a cooperative block keeps) are the constants scan.cu
+    compiles with."""
     import re
     from pathlib import Path
 
@@ -1459,6 +1427,13 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
         return int(m.group(1))
 
     assert (const("kStripChunk"), const("kStripStages")) == (K.STRIP_CHUNK, K.STRIP_STAGES)
+    # the stream kernel: a block of other than kStreamThreads threads would leave a role's
+    # warp out and its mbarriers never complete (a hang)
+    assert (const("kStreamTile"), const("kStreamStages"), const("kStreamWave")) == (
+        K.STREAM_TILE, K.STREAM_STAGES, K.STREAM_WAVE)  # fmt: skip
+    assert "kStreamThreads = 32 * (kStreamWarps + 3);" in text  # scanning warps, 3 roles
+    assert 32 * (const("kStreamWarps") + 3) == K.STREAM_THREADS
+    assert K.STREAM_STAGES * K.STREAM_TILE == K.STREAM_SMEM
     assert (const("kRingChunk"), const("kRingStages")) == (K.RING_CHUNK, K.RING_STAGES)
     m = re.search(r"kRingChunkOf = NIN == 1 \? kRingChunk : NIN == 2 \? (\d+) : (\d+);", text)
     assert m and (int(m.group(1)), int(m.group(2))) == (K.RING_MAX_BACKWARD_CHUNK,
