@@ -4852,8 +4852,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 // of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, a cooperative launch that
 // zeroes its own workspace, two blocks an SM (80 registers: ptxas counts the 352 threads as
 // 384). __maxnreg__(88), which also fits two blocks, measured slower in f32 (H200, round 37:
-// (2, 2^23) 48.6 against 45.5 us, (1, 2^26) 173.9 against 162.6) though it spills less in the
-// 2-byte types (16-88 bytes against 52-140).
+// (2, 2^23) 48.5 against 45.5 us, (1, 2^26) 173.9 against 162.5) though it spills less in the
+// 2-byte types (spill stores of 28-88 bytes against 84-140).
 #define BC_SCAN_STREAM_ENTRY(name, OP)                                                      \
   extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
       BC_ENTRY(scan_##name##_stream)(bc::scan::Params p) {                                  \
