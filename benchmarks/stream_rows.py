@@ -1,9 +1,11 @@
-"""Cumsum over few long contiguous rows on the stream kernel (``scan_sum_stream``, forced
-for 2-byte types too), each case checked against float64 and for the same bits on a second
-run, then timed with the bench's method (``time_us``: L2 flushed, median) ``--reps`` times.
-With ``--copy``, a ``copy_`` of the same bytes and ``torch.cumsum`` in the same run. Prints
-a line a case, writes JSON. For a change to the kernel, run it in alternating processes on
-the two trees (docs/contributing.md, "timing a change in the compiled code"):
+"""Cumsum over few long contiguous rows on the stream kernel, checked and timed.
+
+The stream kernel (``scan_sum_stream``) is forced for 2-byte types too. Each case is checked
+against float64 and for the same bits on a second run, then timed with the bench's method
+(``time_us``: L2 flushed, median) ``--reps`` times. With ``--copy``, a ``copy_`` of the same
+bytes and ``torch.cumsum`` in the same run. Prints a line a case, writes JSON. For a change
+to the kernel, run it in alternating processes on the two trees, each with its own kernel
+cache (docs/contributing.md, "A change in the compiled code"):
 
     BARACUDA_CACHE_DIR=/tmp/c-main PYTHONPATH=main/src python benchmarks/stream_rows.py main m.json
     BARACUDA_CACHE_DIR=/tmp/c-new PYTHONPATH=src python benchmarks/stream_rows.py new n.json
