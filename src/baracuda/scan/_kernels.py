@@ -747,7 +747,7 @@ STREAM_GROUPS: dict[str, str] = {op: f"{op}_stream" for op in STREAM_OPS}
 # mirrors of scan.cu's kStreamTile, kStreamStages, kStreamWave and kStreamThreads
 STREAM_TILE = 32768
 STREAM_STAGES = 3
-STREAM_WAVE = 256
+STREAM_WAVE = 128
 STREAM_THREADS = 352
 STREAM_SMEM = STREAM_STAGES * STREAM_TILE
 # blocks an SM (scan.cu: __launch_bounds__(kStreamThreads, 2), three 32 KiB stages each)

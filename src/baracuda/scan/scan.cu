@@ -4316,6 +4316,11 @@ __device__ void scan_max_bwd_ring(const Params& P) {
 // (docs/benchmarks.md, round 37) the split took cumsum over (2, 2^23) f32 from 48.7 to 45.5
 // us, (1, 2^26) from 172.6 to 162.5, (16, 2^20) from 49.1 to 41.8, bf16 (1, 2^26) from 91.6
 // to 85.3. A second reducer warp (each half of a tile) measured no faster.
+// A wave of 128 tiles (not 256): the prefix warp reads half as many totals a tile (4 words a
+// lane, not 8) for twice the waves a row; with the stores plain (not evict-first), on an H200
+// (round 38) cumsum over (2, 2^23) f32 went from 47.0 to 44.4 us, (1, 2^26) from 163.1 to
+// 149.5, bf16 reverse (1, 2^26) from 91.6 to 89.3; waves of 64 (45.9, 156.5) and 32 (54.7,
+// 187.4), where the chain of waves is longer, and of 512 (51.1, 175.4) were slower.
 // A tile's total never waits for another tile, so reading overlaps writing as in a copy
 // (the cooperative kernel reads every piece before it writes any), and no block waits at a
 // block-wide barrier. The prefixes are sums in a fixed order whatever the timing: the same
@@ -4332,7 +4337,7 @@ constexpr int kStreamTile = 32768;
 constexpr int kStreamStages = 3;
 constexpr int kStreamMeta = 2 * kStreamStages;  // tiles whose totals and prefixes a block keeps
 constexpr int kStreamWarps = 8;
-constexpr int kStreamWave = 256;
+constexpr int kStreamWave = 128;
 constexpr int kStreamLoader = kStreamWarps, kStreamPrefix = kStreamWarps + 1;  // the warps
 constexpr int kStreamReducer = kStreamWarps + 2;                                 // of the roles
 constexpr int kStreamThreads = 32 * (kStreamWarps + 3);
@@ -4507,7 +4512,7 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
         acc = op.combine(acc, f[kRev ? L - 1 - e : e]);
         o[kRev ? L - 1 - e : e] = op.combine(add, acc);
       }
-      __stcs(dst + vec_at(q), pack16<T>(o));
+      dst[vec_at(q)] = pack16<T>(o);  // plain: evict-first stores measured no faster
     }
   }
 }
