@@ -4321,6 +4321,13 @@ __device__ void scan_max_bwd_ring(const Params& P) {
 // (round 38) cumsum over (2, 2^23) f32 went from 47.0 to 44.4 us, (1, 2^26) from 163.1 to
 // 149.5, bf16 reverse (1, 2^26) from 91.6 to 89.3; waves of 64 (45.9, 156.5) and 32 (54.7,
 // 187.4), where the chain of waves is longer, and of 512 (51.1, 175.4) were slower.
+// Every lane that read or wrote what an mbarrier guards arrives on it itself (full: the
+// loader's 32, after their part of a partial tile's fill; empty: the readers' 9 x 32; pre:
+// the prefix warp's 32; mfree: the scanning warps' 8 x 32), so each access is released by
+// its own thread. `__syncwarp` then lane 0's arrive is an order too, through the warp
+// barrier, but compute-sanitizer's racecheck does not follow it: it reported 42 hazards on
+// this kernel, and 1 on a two-warp probe of that pattern alone, against 0 with every lane
+// arriving (docs/benchmarks.md, round 38). The arrivals cost nothing measurable.
 // A tile's total never waits for another tile, so reading overlaps writing as in a copy
 // (the cooperative kernel reads every piece before it writes any), and no block waits at a
 // block-wide barrier. The prefixes are sums in a fixed order whatever the timing: the same
@@ -4467,8 +4474,7 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
   int4 raw[RPW];  // the rows as they land (a 2-byte type's half the registers of floats)
 #pragma unroll
   for (int i = 0; i < RPW; ++i) raw[i] = stage[vec_at((warp * RPW + i) * 32 + lane)];
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty);
+  mbar_arrive(empty);  // every lane, after its own reads
   S inc[RPW];  // each lane's vector total, then the row's inclusive scan of them
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
@@ -4491,8 +4497,7 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
 #pragma unroll
   for (int w = 0; w < kStreamWarps; ++w)
     if (w < warp) base = op.combine(base, seg[w]);
-  __syncwarp();
-  if (lane == 0) mbar_arrive(mfree);
+  mbar_arrive(mfree);
   S run = op.identity();  // the warp's rows before this one
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
@@ -4563,12 +4568,12 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     };
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStreamStages; ++s) {
-        mbar_init(&full[s], 1);
-        mbar_init(&empty[s], kStreamWarps + 1);  // the scanning warps and the reducer
+        mbar_init(&full[s], 32);                        // the loader's lanes
+        mbar_init(&empty[s], 32 * (kStreamWarps + 1));  // the scanning warps' and reducer's
       }
       mbar_init(&zeroed, 1);
       for (int s = 0; s < kStreamMeta; ++s) {
-        mbar_init(&red[s], 1); mbar_init(&pre[s], 1); mbar_init(&mfree[s], kStreamWarps);
+        mbar_init(&red[s], 1); mbar_init(&pre[s], 32); mbar_init(&mfree[s], 32 * kStreamWarps);
       }
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -4607,6 +4612,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           } else {
             mbar_arrive(&full[s]);
           }
+        } else {
+          mbar_arrive(&full[s]);  // after this lane's part of the fill
         }
         return ok;
       };
@@ -4641,8 +4648,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         S a[kStreamWarps];  // the scanning warps' segments, lane by lane
         stream_segments<T, Op, kRev>(op, reinterpret_cast<const int4*>(ring + s * kStreamTile),
                                      lane, a);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
+        mbar_arrive(&empty[s]);
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1)
 #pragma unroll
@@ -4674,7 +4680,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         mbar_wait(&red[ms], (k / kStreamMeta) & 1);
         const int t = meta_tile[ms];
         if (t < 0) {
-          if (lane == 0) mbar_arrive(&pre[ms]);
+          mbar_arrive(&pre[ms]);
           break;
         }
         const S tot = seg[ms][kStreamWarps];
@@ -4712,6 +4718,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           mbar_arrive(&pre[ms]);
           if (j - w * kStreamWave == kStreamWave - 1 && j != tpr - 1)
             st_relaxed(wave_pre + r * waves + w + 1, kReady | __float_as_uint(op.combine(ex, tot)));
+        } else {
+          mbar_arrive(&pre[ms]);  // after this lane's reads of the tile's words
         }
         __syncwarp();
       }
