@@ -144,38 +144,43 @@ def _extremum_by_loop(x: np.ndarray, is_min: bool, last: bool) -> tuple[np.ndarr
     return v, idx
 
 
-class _NoTakeAlongAxis:
-    """An array namespace before the 2024.12 standard: no ``take_along_axis``."""
+class _Wrapped:
+    """Another array namespace: NumPy's functions behind an object that array-api-compat does
+    not take for NumPy's (so the reference takes its generic path), less ``hide``."""
 
-    def __init__(self, xp: Any) -> None:
-        self._xp = xp
+    def __init__(self, xp: Any, hide: tuple[str, ...] = ()) -> None:
+        self._xp, self._hide = xp, hide
 
     def __getattr__(self, name: str) -> Any:
-        if name == "take_along_axis":
+        if name in self._hide:  # e.g. take_along_axis: a namespace before the 2024.12 standard
             raise AttributeError(name)
         return getattr(self._xp, name)
 
 
-@pytest.mark.parametrize("take", [True, False], ids=["take_along_axis", "without"])
+@pytest.mark.parametrize("space", ["numpy", "torch", "generic", "without_take_along_axis"])
 @pytest.mark.parametrize("n", [1, 2, 17, 64, 65, 300])
 def test_extremum_matches_the_monoid_one_position_at_a_time(
-    n: int, take: bool, monkeypatch: pytest.MonkeyPatch
+    n: int, space: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """cummax/cummin's values (signed zeros included) and indices against the monoid applied
     position by position, over ties, NaN, infinities and signed zeros, both tie breaks and
-    directions, with a namespace that has ``take_along_axis`` and one that has not (the
-    reference takes two scans: the extremum, then the latest win)."""
-    if not take:
+    directions: on NumPy and torch arrays (their own running extremum, ``_running``), on a
+    namespace of neither (the blocked scan) and on one without ``take_along_axis`` (the
+    monoid on the values). The reference takes two scans: the extremum, then the latest
+    win."""
+    if space in ("generic", "without_take_along_axis"):
         real = R.namespace
-        monkeypatch.setattr(R, "namespace", lambda *a: _NoTakeAlongAxis(real(*a)))
+        hide = ("take_along_axis",) if space != "generic" else ()
+        monkeypatch.setattr(R, "namespace", lambda *a: _Wrapped(real(*a), hide))
     rng = np.random.default_rng(n)
     specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
     for x in (specials[rng.integers(0, len(specials), (3, n))],
               rng.integers(-2, 3, (3, n)).astype(np.float64)):  # fmt: skip
+        xin = torch.from_numpy(x.copy()) if space == "torch" else x
         for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
             for tie in TieBreak:
                 for reverse in (False, True):
-                    v, idx = R.scan(kind, x, -1, reverse, tie)
+                    v, idx = R.scan(kind, xin, -1, reverse, tie)
                     xs = x[:, ::-1] if reverse else x
                     wv, wi = _extremum_by_loop(xs, kind is ScanKind.CUMMIN, tie is TieBreak.LAST)
                     if reverse:

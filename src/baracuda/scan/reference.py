@@ -3,7 +3,9 @@
 Every op is written as the kernels' monoid (same combine, same NaN/inf/zero rules) and run
 with a blocked log-depth scan of whole-array operations (Hillis-Steele within blocks of 16,
 then over the block totals), so it is vectorised for any shape: about 6 passes of
-elementwise work over the data plus a sixteenth of that per level. Half types are computed
+elementwise work over the data plus a sixteenth of that per level. The running extremum of
+cummax/cummin (and the scan of its winners' positions) is exact whatever the order, so on
+NumPy and torch arrays it is their own accumulation (``_running``). Half types are computed
 in float32 and rounded once, f64 in f64.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import array_api_compat
 
 from baracuda._xp import from_acc, namespace, to_acc
 from baracuda.errors import InvalidProblem
@@ -80,10 +84,15 @@ def _assoc_scan(xp: Any, state: State, combine: Combine) -> State:
     return tuple(xp.concat((b, t), axis=-1) for b, t in zip(body, tail, strict=True))
 
 
+def _dev(a: Any) -> Any:
+    """``a``'s device, for the arrays made here (a torch CUDA or CuPy array's own)."""
+    return array_api_compat.device(a)
+
+
 def _exclusive(xp: Any, incl: State, identity: tuple[float, ...]) -> State:
     out = []
     for s, e in zip(incl, identity, strict=True):
-        head = xp.full((*s.shape[:-1], 1), e, dtype=s.dtype)
+        head = xp.full((*s.shape[:-1], 1), e, dtype=s.dtype, device=_dev(s))
         out.append(xp.concat((head, s[..., :-1]), axis=-1))
     return tuple(out)
 
@@ -134,6 +143,22 @@ def _wins(xp: Any, r: Any, l: Any, is_min: bool, last: bool) -> Any:  # noqa: E7
     return xp.isnan(r) | (~xp.isnan(l) & cmp)
 
 
+def _running(xp: Any, a: Any, is_min: bool) -> Any:
+    """The running minimum / maximum along the last axis of ``a``, NaN sticking: NumPy's and
+    torch's own accumulations where ``xp`` is theirs (both exact, so the same values as the
+    blocked scan; 4-8x faster on a CPU), else the blocked scan of ``minimum`` / ``maximum``."""
+    if array_api_compat.is_numpy_namespace(xp):
+        import numpy as np
+
+        return (np.minimum if is_min else np.maximum).accumulate(a, axis=-1)
+    if array_api_compat.is_torch_namespace(xp):
+        import torch
+
+        return (torch.cummin if is_min else torch.cummax)(a, dim=-1).values
+    pick = xp.minimum if is_min else xp.maximum
+    return _assoc_scan(xp, (a,), lambda e, t: (pick(e[0], t[0]),))[0]
+
+
 def _wins_along(xp: Any, xa: Any, is_min: bool, last: bool) -> tuple[Any, Any]:
     """The running extremum along the last axis of ``xa`` (scan order), and whether each
     position wins against the extremum before it (its own running winner):
@@ -144,14 +169,13 @@ def _wins_along(xp: Any, xa: Any, is_min: bool, last: bool) -> tuple[Any, Any]:
     - each position's win: ``_wins`` (NaN, then the tie break's comparison); the first
       position always wins."""
     if getattr(xp, "take_along_axis", None) is not None:
-        pick = xp.minimum if is_min else xp.maximum
-        (run,) = _assoc_scan(xp, (xa,), lambda e, t: (pick(e[0], t[0]),))
+        run = _running(xp, xa, is_min)
     else:
         (run,) = _assoc_scan(
             xp, (xa,),
             lambda e, t: (xp.where(_wins(xp, t[0], e[0], is_min, last), t[0], e[0]),),
         )  # fmt: skip
-    first = xp.ones((*xa.shape[:-1], 1), dtype=xp.bool)
+    first = xp.ones((*xa.shape[:-1], 1), dtype=xp.bool, device=_dev(xa))
     won = xp.concat((first, _wins(xp, xa[..., 1:], run[..., :-1], is_min, last)), axis=-1)
     return run, won
 
@@ -164,12 +188,16 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
     n = xa.shape[-1]
     run, won = _wins_along(xp, xa, is_min, last)
     # scan positions in int32 where they fit (half the bytes of the scan)
-    q = xp.broadcast_to(xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64), xa.shape)
-    (at,) = _assoc_scan(xp, (xp.where(won, q, xp.zeros_like(q)),),
-                        lambda e, t: (xp.maximum(e[0], t[0]),))  # fmt: skip
+    q = xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64, device=_dev(xa))
+    at = _running(xp, xp.astype(won, q.dtype) * q, False)  # a win's position, else 0
     at = xp.astype(at, xp.int64)
-    take = getattr(xp, "take_along_axis", None)
-    v = take(xa, at, axis=-1) if take is not None else run
+    if array_api_compat.is_torch_namespace(xp):  # its take_along_axis: 16 ms, gather 0.4
+        import torch  # (512 x 4096 f32 on a 2-core CPU)
+
+        v = torch.gather(xa, xa.ndim - 1, at)
+    else:
+        take = getattr(xp, "take_along_axis", None)
+        v = take(xa, at, axis=-1) if take is not None else run
     return v, (n - 1 - at) if reverse else at
 
 
@@ -204,9 +232,9 @@ def scan(kind: ScanKind, x: Any, axis: int = -1, reverse: bool = False,
     xp = namespace(x)
     ax = _axis(kind.value, x, axis)
     if x.shape[ax] == 0 or 0 in x.shape:
-        y = xp.empty(x.shape, dtype=x.dtype)
+        y = xp.empty(x.shape, dtype=x.dtype, device=_dev(x))
         if kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
-            return y, xp.empty(x.shape, dtype=xp.int64)
+            return y, xp.empty(x.shape, dtype=xp.int64, device=_dev(x))
         return y
     xa = _to_last(xp, to_acc(xp, x), ax, reverse)
     if kind is ScanKind.CUMSUM:
@@ -245,7 +273,7 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
                 f"(got {tuple(t.shape)})"
             )
     if 0 in dy.shape:
-        return xp.empty(dy.shape, dtype=dy.dtype)
+        return xp.empty(dy.shape, dtype=dy.dtype, device=_dev(dy))
     back = not reverse  # the backward scans the other way
 
     def last(a: Any) -> Any:
@@ -258,7 +286,7 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
         xa, ya = last(x), last(y)
         q_next = _linrec(xp, xa, xa * g)  # Q_{i+1}
         # y_{i-1}: the next element in backward order; 1 at the forward start
-        one = xp.ones((*ya.shape[:-1], 1), dtype=ya.dtype)
+        one = xp.ones((*ya.shape[:-1], 1), dtype=ya.dtype, device=_dev(ya))
         y_prev = xp.concat((ya[..., 1:], one), axis=-1)
         out = y_prev * (g + q_next)
     elif kind is ScanKind.LOGCUMSUMEXP:
