@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import array_api_compat
+from array_api_compat import device, is_numpy_namespace, is_torch_namespace
 
 from baracuda._xp import from_acc, namespace, to_acc
 from baracuda.errors import InvalidProblem
@@ -84,15 +84,10 @@ def _assoc_scan(xp: Any, state: State, combine: Combine) -> State:
     return tuple(xp.concat((b, t), axis=-1) for b, t in zip(body, tail, strict=True))
 
 
-def _dev(a: Any) -> Any:
-    """``a``'s device, for the arrays made here (a torch CUDA or CuPy array's own)."""
-    return array_api_compat.device(a)
-
-
 def _exclusive(xp: Any, incl: State, identity: tuple[float, ...]) -> State:
     out = []
     for s, e in zip(incl, identity, strict=True):
-        head = xp.full((*s.shape[:-1], 1), e, dtype=s.dtype, device=_dev(s))
+        head = xp.full((*s.shape[:-1], 1), e, dtype=s.dtype, device=device(s))
         out.append(xp.concat((head, s[..., :-1]), axis=-1))
     return tuple(out)
 
@@ -147,11 +142,11 @@ def _running(xp: Any, a: Any, is_min: bool) -> Any:
     """The running minimum / maximum along the last axis of ``a``, NaN sticking: NumPy's and
     torch's own accumulations where ``xp`` is theirs (both exact, so the same values as the
     blocked scan; 4-8x faster on a CPU), else the blocked scan of ``minimum`` / ``maximum``."""
-    if array_api_compat.is_numpy_namespace(xp):
+    if is_numpy_namespace(xp):
         import numpy as np
 
         return (np.minimum if is_min else np.maximum).accumulate(a, axis=-1)
-    if array_api_compat.is_torch_namespace(xp):
+    if is_torch_namespace(xp):
         import torch
 
         return (torch.cummin if is_min else torch.cummax)(a, dim=-1).values
@@ -175,7 +170,7 @@ def _wins_along(xp: Any, xa: Any, is_min: bool, last: bool) -> tuple[Any, Any]:
             xp, (xa,),
             lambda e, t: (xp.where(_wins(xp, t[0], e[0], is_min, last), t[0], e[0]),),
         )  # fmt: skip
-    first = xp.ones((*xa.shape[:-1], 1), dtype=xp.bool, device=_dev(xa))
+    first = xp.ones((*xa.shape[:-1], 1), dtype=xp.bool, device=device(xa))
     won = xp.concat((first, _wins(xp, xa[..., 1:], run[..., :-1], is_min, last)), axis=-1)
     return run, won
 
@@ -188,10 +183,10 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
     n = xa.shape[-1]
     run, won = _wins_along(xp, xa, is_min, last)
     # scan positions in int32 where they fit (half the bytes of the scan)
-    q = xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64, device=_dev(xa))
+    q = xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64, device=device(xa))
     at = _running(xp, xp.astype(won, q.dtype) * q, False)  # a win's position, else 0
     at = xp.astype(at, xp.int64)
-    if array_api_compat.is_torch_namespace(xp):  # its take_along_axis: 16 ms, gather 0.4
+    if is_torch_namespace(xp):  # its take_along_axis: 16 ms, gather 0.4
         import torch  # (512 x 4096 f32 on a 2-core CPU)
 
         v = torch.gather(xa, xa.ndim - 1, at)
@@ -232,9 +227,9 @@ def scan(kind: ScanKind, x: Any, axis: int = -1, reverse: bool = False,
     xp = namespace(x)
     ax = _axis(kind.value, x, axis)
     if x.shape[ax] == 0 or 0 in x.shape:
-        y = xp.empty(x.shape, dtype=x.dtype, device=_dev(x))
+        y = xp.empty(x.shape, dtype=x.dtype, device=device(x))
         if kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
-            return y, xp.empty(x.shape, dtype=xp.int64, device=_dev(x))
+            return y, xp.empty(x.shape, dtype=xp.int64, device=device(x))
         return y
     xa = _to_last(xp, to_acc(xp, x), ax, reverse)
     if kind is ScanKind.CUMSUM:
@@ -273,7 +268,7 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
                 f"(got {tuple(t.shape)})"
             )
     if 0 in dy.shape:
-        return xp.empty(dy.shape, dtype=dy.dtype, device=_dev(dy))
+        return xp.empty(dy.shape, dtype=dy.dtype, device=device(dy))
     back = not reverse  # the backward scans the other way
 
     def last(a: Any) -> Any:
@@ -286,7 +281,7 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
         xa, ya = last(x), last(y)
         q_next = _linrec(xp, xa, xa * g)  # Q_{i+1}
         # y_{i-1}: the next element in backward order; 1 at the forward start
-        one = xp.ones((*ya.shape[:-1], 1), dtype=ya.dtype, device=_dev(ya))
+        one = xp.ones((*ya.shape[:-1], 1), dtype=ya.dtype, device=device(ya))
         y_prev = xp.concat((ya[..., 1:], one), axis=-1)
         out = y_prev * (g + q_next)
     elif kind is ScanKind.LOGCUMSUMEXP:
