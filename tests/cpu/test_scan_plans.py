@@ -398,12 +398,14 @@ def test_interleaved_lines_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     """launch_scan sends (2^20, 2) along dim 0 to scan_<op>_coop2 (cooprev for reverse): one
     line of 2^20 positions (outer shape (1,)), 16-byte vectors, pieces of whole 512-byte rows
     (64 positions in f32), the pieces' totals in the workspace; without cooperative launches
-    it stays on staged look-back tiles."""
+    it stays on staged look-back tiles (STREAM_LINES off: sm_90 takes the stream kernel,
+    test_stream_lines_launch)."""
     from baracuda._cuda.device import DeviceInfo
     from baracuda.scan import _kernels as K
 
     info = DeviceInfo(0, "H100", "sm_90", 132, 232448, 50 * 2**20, True)
     monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    monkeypatch.setattr(K, "STREAM_LINES", False)
     mod = _FakeModule(1)
     mod.arch = "sm_90"  # type: ignore[attr-defined]
     mod.function = lambda name, smem=0: name  # type: ignore[attr-defined]
@@ -690,6 +692,94 @@ class _StreamModule(_FakeModule):
         return name
 
 
+def _stream_device(arch: str, monkeypatch: pytest.MonkeyPatch) -> tuple[_StreamModule, list[str]]:
+    """An H100-like device of ``arch`` whose programs all load as one _StreamModule, and the
+    groups of the programs loaded from then on."""
+    from baracuda._cuda.device import DeviceInfo
+    from baracuda.scan import _kernels as K
+
+    info = DeviceInfo(0, "H100", arch, 132, 232448, 50 * 2**20, True)
+    monkeypatch.setattr(K, "device_info", lambda device_id: info)
+    mod = _StreamModule(arch)
+    loaded: list[str] = []
+
+    def load(source: KernelSource, element: ElementKind, device_id: int) -> _StreamModule:
+        loaded.append(source.group)
+        return mod
+
+    monkeypatch.setattr(K, "load_module", load)
+    return mod, loaded
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_stream_lines_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With STREAM_LINES on, launch_scan sends 2 or 4 interleaved lines (n, G) along dim 0 of
+    cumsum/cumprod in f32 on sm_90 to scan_<op>_stream<G> (rev for reverse): one row of n G
+    elements, G words a tile and a wave (waves of STREAM_WAVE / G tiles) in the workspace; 2-byte
+    types only where the cooperative kernel over lines would take more than one round or
+    cannot take them; not on sm_80, without cooperative launches, with STREAM_LINES off, for
+    misaligned data, partial vectors or positions wider than 16 bytes."""
+    from baracuda.scan import _kernels as K
+
+    mod, loaded = _stream_device(arch, monkeypatch)
+    calls: list[tuple[str, tuple[int, int, int], int, object, bool]] = []
+
+    def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
+            args: list[object], name: str = "", *, dependent: bool = False,
+            cooperative: bool = False) -> None:  # fmt: skip
+        calls.append((fn, grid, block, args[0] if args else None, cooperative))
+
+    _patch(monkeypatch, "launch", spy)
+    _patch(monkeypatch, "memset_zero", lambda *a: None)
+    ws = 1 << 20
+
+    def run(op: str, n: int, g: int, itemsize: int, reverse: bool = False,
+            lines: object = None, at: int = 0) -> str:  # fmt: skip
+        calls.clear()
+        x, y = Slot((1 << 30) + at, (g, 1)), Slot(1 << 31, (g, 1))
+        return K.launch_scan(mod, op, None, (n, g), 0, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                             operands=[x, None, None, y, None], vec_slots=(0, 3),
+                             itemsize=itemsize, layout="cols", sm_count=132,
+                             states_ptr=ws, lines=lines)  # type: ignore[arg-type]  # fmt: skip
+
+    sm90 = arch == "sm_90"
+    cases = (("sum", 2**20, 2, False), ("sum", 2**20, 2, True), ("prod", 2**19 + 4, 4, False),
+             ("sum", 3 * 2**18, 4, True))  # fmt: skip
+    for op, n, g, reverse in cases:
+        variant = run(op, n, g, 4, reverse)
+        if not sm90:
+            assert not variant.startswith("stream"), variant
+            continue
+        tiles = -(-n * g * 4 // 32768)
+        waves = -(-tiles // (K.STREAM_WAVE // g))
+        assert variant == f"stream{g}x{tiles}"
+        assert loaded[-1] == f"{op}_stream"
+        (fn, grid, block, params, coop), = calls
+        assert fn == f"scan_{op}_stream{g}{'rev' if reverse else ''}"
+        assert (grid, block, coop) == ((min(tiles, 264), 1, 1), 352, True)
+        p = params
+        assert (p.rows, p.n, p.nchunks, p.lb) == (1, n * g, tiles, ws)  # type: ignore[attr-defined]
+        assert (p.op[K.IN0].ptr, p.op[K.OUT].ptr) == (1 << 30, 1 << 31)  # type: ignore[attr-defined]
+        assert K.state_bytes((n, g), 0, 4, 132) >= 16 + 8 * g * (tiles + waves)
+    if not sm90:
+        return
+    # not: misaligned data, positions wider than 16 bytes, partial vectors, lse
+    assert not run("sum", 2**20, 2, 4, at=8).startswith("stream")
+    assert not run("sum", 2**20, 4, 8).startswith("stream")
+    assert not run("sum", 2**20 + 1, 2, 4).startswith("stream")
+    assert not run("lse", 2**20, 2, 4).startswith("stream")
+    monkeypatch.setattr(K, "STREAM_LINES", False)
+    assert not run("sum", 2**20, 2, 4).startswith("stream")
+    monkeypatch.setattr(K, "STREAM_LINES", True)
+    mod.cooperative = False  # type: ignore[misc]
+    assert not run("sum", 2**20, 2, 4).startswith("stream")
+    mod.cooperative = True  # type: ignore[misc]
+    # 2-byte types: not where the cooperative kernel over lines takes them in one round,
+    # but where no program over lines is loaded (lines_module: the run not whole 512-byte rows)
+    assert run("sum", 2**20, 2, 2, lines=mod).startswith("coop")
+    assert run("sum", 2**20 + 8, 2, 2).startswith("stream2")
+
+
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With STREAM_ROWS on, launch_scan sends few long contiguous rows of cumsum/cumprod
@@ -699,21 +789,11 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
     without cooperative launches, not for rows of partial 16-byte vectors, f64,
     logcumsumexp or with STREAM_ROWS off; 2-byte types by default only where the cooperative
     kernel would take rounds; a misaligned workspace is refused."""
-    from baracuda._cuda.device import DeviceInfo
     from baracuda.scan import _kernels as K
 
-    info = DeviceInfo(0, "H100", arch, 132, 232448, 50 * 2**20, True)
-    monkeypatch.setattr(K, "device_info", lambda device_id: info)
     monkeypatch.setattr(K, "STREAM_ROWS", True)
     monkeypatch.setattr(K, "STREAM_ITEMSIZES", (2, 4))
-    mod = _StreamModule(arch)
-    loaded: list[str] = []
-
-    def load(source: KernelSource, element: ElementKind, device_id: int) -> _StreamModule:
-        loaded.append(source.group)
-        return mod
-
-    monkeypatch.setattr(K, "load_module", load)
+    mod, loaded = _stream_device(arch, monkeypatch)
     calls: list[tuple[str, tuple[int, int, int], int, object, bool, bool]] = []
 
     def spy(fn: str, grid: tuple[int, int, int], block: int, smem: int, st: object,
@@ -774,7 +854,7 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
         assert not run("sum", 2**23, 4).startswith("stream")
         mod.cooperative = True  # type: ignore[misc]
     # the plan's workspace holds its words only where rows would be cut into chunks
-    monkeypatch.setattr(K, "_stream_bytes", lambda rows, n, itemsize: 1 << 40)
+    monkeypatch.setattr(K, "_stream_bytes", lambda rows, n, itemsize, lines=1: 1 << 40)
     assert K.state_bytes((2, 2**23), 1, 4, 132) == 1 << 40
     for shape in ((65536, 1024), (2, 2**23 + 1), (600, 2**16)):
         assert K.state_bytes(shape, 1, 4, 132) < 1 << 40, shape

@@ -965,6 +965,7 @@ def test_scan_cooperative_lines(kind: ScanKind, element: ElementKind, monkeypatc
     from baracuda.scan import _kernels as K
 
     assert K.COOP_LINES
+    monkeypatch.setattr(K, "STREAM_LINES", False)  # sm_90 takes the stream kernel (below)
     names = launched_kernels(monkeypatch)
     for what, x, lines in _lines_cases(kind, element):
         if _op_of(kind) not in K.LINES_OPS:  # logcumsumexp: look-back tiles
@@ -988,6 +989,46 @@ def test_scan_cooperative_lines(kind: ScanKind, element: ElementKind, monkeypatc
             monkeypatch.setattr(K, "COOP_LINES", True)
             assert_close(tiles, _np64(first), element, scale=scale_of(kind, x.shape[0]),
                          what=f"look-back tiles vs lines {what}")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_stream_lines(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """2 or 4 interleaved lines on the stream kernel (STREAM_LINES, sm_90 and later) as one
+    row whose elements belong to line (index mod G), both ways, forward and backward against
+    the float64 reference, on the cooperative kernel's cases and a run of partial 512-byte
+    rows; f32 takes it wherever the lines are one run of whole vectors, 2-byte types where
+    no program over lines takes them ((100008, 2)), f64 never; the cumsum forward is bit for
+    bit repeatable and within tolerance of the cooperative kernel (STREAM_LINES off)."""
+    from baracuda.scan import _kernels as K
+
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the stream kernel runs on sm_90 and later")
+    names = launched_kernels(monkeypatch)
+    op = _op_of(kind)
+    for what, x, lines in _lines_cases(kind, element):
+        if what == "(100008, 2): partial rows":
+            lines = 2 if element.itemsize < 8 else 0  # whole 16-byte vectors, no coop program
+        elif element.itemsize != 4:
+            lines = -1  # 2-byte types: the stream kernel where coop takes rounds; not f64
+        for reverse in (False, True):
+            check_op(kind, element, x, 0, reverse, f"stream lines {what} rev={reverse}")
+            names.clear()
+            run_forward(kind, x, 0, reverse)
+            mine = f"scan_{op}_stream{lines}{'rev' if reverse else ''}"
+            if lines > 0:
+                assert names == [mine], (what, names)
+            elif lines == 0 or element.itemsize == 8:
+                assert not any("_stream" in nm for nm in names), (what, names)
+        if kind is ScanKind.CUMSUM and lines > 0:
+            first, _ = run_forward(kind, x, 0, False)
+            again, _ = run_forward(kind, x, 0, False)
+            assert torch.equal(first, again), what
+            monkeypatch.setattr(K, "STREAM_LINES", False)
+            other, _ = run_forward(kind, x, 0, False)
+            monkeypatch.setattr(K, "STREAM_LINES", True)
+            assert_close(other, _np64(first), element, scale=scale_of(kind, x.shape[0]),
+                         what=f"other kernels vs stream lines {what}")  # fmt: skip
 
 
 @pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0), ((2, 2**20), 1)],
@@ -1412,6 +1453,7 @@ def test_lookback_staged_tiles(kind: ScanKind, element: ElementKind, monkeypatch
     from baracuda.scan import _kernels as K
 
     assert K.LBCOLS_STAGED
+    monkeypatch.setattr(K, "STREAM_LINES", False)  # sm_90 takes (n, 2) on the stream kernel
     seen = launched_kernels(monkeypatch)
     lanes = 16 // element.itemsize
     dt = torch_dtype(element)

@@ -99,6 +99,7 @@ __all__ = [
     "RING_ROWS",
     "RING_FORWARD_OPS",
     "STREAM_ROWS",
+    "STREAM_LINES",
     "STREAM_ITEMSIZES",
     "STREAM_ROUNDS_ITEMSIZES",
     "STREAM_OPS",
@@ -739,10 +740,16 @@ ROUNDS_GROUPS: dict[str, str] = {op: f"{op}_rounds" for op in ROUNDS_OPS}
 # (round 27) cumsum over (1, 2^26) took 110.0 us in bf16 against the rounds' 125.4 (f16 110.9
 # vs 125.3, f32 210.5 vs 228.0), over (2, 2^24) bf16 58.9 vs 62.7. Read at each launch.
 STREAM_ROWS = True
+# Switch (under STREAM_ROWS): 2 or 4 interleaved lines (a tensor (n, 2) or (n, 4) along dim 0)
+# take the stream kernel as one row of n G elements whose elements belong to line (index mod
+# G) (scan_<op>_stream2 / _stream4 and their rev, _stream_lines), in the itemsizes the rows
+# take, before the cooperative kernel over lines (coop2 / coop4). Read at each launch.
+STREAM_LINES = True
 STREAM_ITEMSIZES = (4,)
 STREAM_ROUNDS_ITEMSIZES = (2,)
 STREAM_OPS = ("sum", "prod")
-STREAM_KINDS = ("stream", "streamrev")
+# the program's kernels: one line a row, and 2 or 4 interleaved lines (_stream_lines)
+STREAM_KINDS = ("stream", "streamrev", "stream2", "stream2rev", "stream4", "stream4rev")
 STREAM_GROUPS: dict[str, str] = {op: f"{op}_stream" for op in STREAM_OPS}
 # mirrors of scan.cu's kStreamTile, kStreamStages, kStreamWave and kStreamThreads
 STREAM_TILE = 32768
@@ -1038,6 +1045,9 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     streamed = 0
     if ch.nchunks > 1 and (n * itemsize) % 16 == 0 and itemsize != 8:
         streamed = _stream_bytes(rows, n, itemsize)
+    if rows in LINES and 16 % (rows * itemsize) == 0 and (n * rows * itemsize) % 16 == 0:
+        # (n, G) along dim 0 as one row of n G elements (_stream_lines)
+        streamed = max(streamed, _stream_bytes(1, n * rows, itemsize, rows))
     return max(coop, pipe, streamed,
                *(_state_need(chunking(lay, rows, n, itemsize, sm_count, lb, lb, wide=w), rows)
                  for lay in ("rows", "cols") for lb in (False, True)
@@ -1219,7 +1229,8 @@ _SWITCHES = (
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
-    "STREAM_ROWS", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES", "STREAM_ROUNDS_ITEMSIZES",
+    "STREAM_ROWS", "STREAM_LINES", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES",
+    "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES",
 )  # fmt: skip
@@ -1405,6 +1416,14 @@ def launch_scan(
                 _enqueue(rec, module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK,
                          RING_SMEM, stream, params, kernel)  # fmt: skip
                 return f"ring{grid}"
+    if layout == "cols":
+        g = _stream_lines(module, op, shape, axis, operands, itemsize, lines, reverse)
+        if g:  # one row of n g elements: the run of the lines' memory
+            run = [None if o is None else Slot(o.ptr, (1,)) for o in operands]
+            lp = _params((n * g,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
+            prog = load_module(SCAN_SOURCES[STREAM_GROUPS[op]], module.element, module.device_id)
+            tiles = _launch_stream(prog, op, stream, lp, reverse, itemsize, states_ptr, rec, g)
+            return f"stream{g}x{tiles}"
     if lines is not None and layout == "cols" and op in LINES_OPS:
         g = coop_lines(shape, axis, operands, itemsize)
         coop = coop_split(lines, op, 1, n, itemsize, reverse, g) if g else None
@@ -1516,17 +1535,18 @@ def _zero_lookback(rec: Recorder | None, module: LoadedModule, stream: Stream, s
     return False
 
 
-def _stream_tiles(n: int, itemsize: int) -> tuple[int, int]:
-    """The stream kernel's tiles and waves in a row of ``n``."""
+def _stream_tiles(n: int, itemsize: int, lines: int = 1) -> tuple[int, int]:
+    """The stream kernel's tiles and waves in a row of ``n`` elements (``lines``
+    interleaved lines: waves of STREAM_WAVE / lines tiles)."""
     tpr = _cdiv(n * itemsize, STREAM_TILE)
-    return tpr, _cdiv(tpr, STREAM_WAVE)
+    return tpr, _cdiv(tpr, STREAM_WAVE // lines)
 
 
-def _stream_bytes(rows: int, n: int, itemsize: int) -> int:
+def _stream_bytes(rows: int, n: int, itemsize: int, lines: int = 1) -> int:
     """Workspace bytes of the stream kernel: the tile counter (16), a word a tile and a word
-    a wave."""
-    tpr, waves = _stream_tiles(n, itemsize)
-    return 16 + 8 * rows * (tpr + waves)
+    a wave, for each of ``lines`` interleaved lines."""
+    tpr, waves = _stream_tiles(n, itemsize, lines)
+    return 16 + 8 * lines * rows * (tpr + waves)
 
 
 def _stream_rows(module: LoadedModule, op: str, params: Params,
@@ -1551,17 +1571,45 @@ def _stream_rows(module: LoadedModule, op: str, params: Params,
     )
 
 
+def _stream_lines(module: LoadedModule, op: str, shape: tuple[int, ...], axis: int,
+                  operands: Sequence[Slot | None], itemsize: int,
+                  lines_module: LoadedModule | None, reverse: bool) -> int:  # fmt: skip
+    """The number of interleaved lines (2 or 4: a tensor (n, G) along dim 0, ``_one_run``)
+    the stream kernel may take as one row of n G elements (``STREAM_LINES``), else 0: as
+    ``_stream_rows`` asks of rows (4-byte types; 2-byte ones where the cooperative kernel
+    over lines would take more than one round or cannot take them), a position's bytes
+    dividing 16, the run whole 16-byte vectors."""
+    n = shape[axis]
+    g = numel(shape) // n if n else 0
+    if not (STREAM_ROWS and STREAM_LINES and module.cooperative and op in STREAM_OPS
+            and g in LINES and itemsize in (2, 4) and arch_number(module.arch) >= 90
+            and 16 % (g * itemsize) == 0 and (n * g * itemsize) % 16 == 0
+            and [i for i, o in enumerate(operands) if o is not None] == [IN0, OUT]
+            and _one_run(shape, axis, operands, g)
+            and _stream_tiles(n * g, itemsize, g)[0] * g < 2**31):  # fmt: skip
+        return 0
+    if itemsize in STREAM_ITEMSIZES:
+        return g
+    if itemsize not in STREAM_ROUNDS_ITEMSIZES:
+        return 0
+    coop = None
+    if lines_module is not None and coop_lines(shape, axis, operands, itemsize) == g:
+        coop = coop_split(lines_module, op, 1, n, itemsize, reverse, g)
+    return g if coop is None or coop.rounds > 1 else 0
+
+
 def _launch_stream(module: LoadedModule, op: str, stream: Stream, params: Params,
                    reverse: bool, itemsize: int, states_ptr: int,
-                   rec: Recorder | None) -> int:  # fmt: skip
-    """Enqueue the stream kernel over the rows of ``params`` (``_stream_rows``): a
-    cooperative launch of at most ``STREAM_BLOCKS_PER_SM`` blocks an SM, which zeroes its
-    workspace itself; the number of tiles."""
+                   rec: Recorder | None, lines: int = 1) -> int:  # fmt: skip
+    """Enqueue the stream kernel over the rows of ``params`` (``_stream_rows``), or over one
+    row of ``lines`` interleaved lines (``_stream_lines``): a cooperative launch of at most
+    ``STREAM_BLOCKS_PER_SM`` blocks an SM, which zeroes its workspace itself; the number of
+    tiles."""
     _check_aligned(states_ptr)
     rows, n = int(params.rows), int(params.n)
-    tpr, _ = _stream_tiles(n, itemsize)
+    tpr, _ = _stream_tiles(n, itemsize, lines)
     params.nchunks, params.lb = tpr, states_ptr  # tiles a row; the tile counter and words
-    kernel = f"scan_{op}_{STREAM_KINDS[1] if reverse else STREAM_KINDS[0]}"
+    kernel = f"scan_{op}_stream{lines if lines > 1 else ''}{'rev' if reverse else ''}"
     fn = module.function(kernel, STREAM_SMEM)
     tiles = rows * tpr
     per_sm = min(STREAM_BLOCKS_PER_SM,

@@ -2436,6 +2436,12 @@ __device__ __forceinline__ Lines<S, G> shfl_idx(Lines<S, G> x, int s) {
   return x;
 }
 template <class S, int G>
+__device__ __forceinline__ Lines<S, G> shfl_down(Lines<S, G> x, int d) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) x.v[g] = shfl_down(x.v[g], d);
+  return x;
+}
+template <class S, int G>
 __device__ __forceinline__ Lines<S, G> operator-(Lines<S, G> a, const Lines<S, G>& b) {
 #pragma unroll
   for (int g = 0; g < G; ++g) a.v[g] -= b.v[g];
@@ -4340,6 +4346,10 @@ __device__ void scan_max_bwd_ring(const Params& P) {
 // zero the workspace themselves and meet at a grid barrier while their first tiles load, so
 // no zeroing step comes before the kernel (on the H100 a memset or a zero kernel before it
 // cost 2-3 us end to end).
+// 2 or 4 interleaved lines (a tensor (n, G) along dim 0, one run of memory) take the same
+// kernel as one row of n G elements (scan_<op>_stream2 / _stream4): the state is the G lines'
+// side by side (LinesOp), an element combines into its line's, and the workspace holds G words
+// a tile and a wave, waves of kStreamWave / G tiles (the prefix warp polls G words a tile).
 constexpr int kStreamTile = 32768;
 constexpr int kStreamStages = 3;
 constexpr int kStreamMeta = 2 * kStreamStages;  // tiles whose totals and prefixes a block keeps
@@ -4432,6 +4442,30 @@ __device__ __forceinline__ int4 pack16(const float (&f)[16 / sizeof(T)]) {
   return make_int4((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
 }
 
+// The stream kernel over G interleaved lines (a tensor (n, G) along dim 0, one run of memory)
+// takes the run as one row whose elements belong to line (element index mod G): its op is
+// LinesOp<Op, G> (the state the G lines' side by side), its elements combine with their own
+// line's state under the line op (stream_line_op). With G = 1 every helper is the plain op on
+// a float, so the one-line kernel's code is what it was.
+template <class Op>
+struct StreamLines {
+  static constexpr int G = 1;
+};
+template <class Op, int G_>
+struct StreamLines<LinesOp<Op, G_>> {
+  static constexpr int G = G_;
+};
+template <class Op>
+__device__ __forceinline__ Op stream_line_op(const Op& op) { return op; }
+template <class Op, int G>
+__device__ __forceinline__ Op stream_line_op(const LinesOp<Op, G>& op) { return op.line(); }
+__device__ __forceinline__ float& comp(float& s, int) { return s; }
+__device__ __forceinline__ float comp(const float& s, int) { return s; }
+template <int G>
+__device__ __forceinline__ float& comp(Lines<float, G>& s, int g) { return s.v[g]; }
+template <int G>
+__device__ __forceinline__ float comp(const Lines<float, G>& s, int g) { return s.v[g]; }
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // The segments of a landed tile that the scanning warps take, lane by lane: `a[w]` is warp
 // w's in this lane (before the warp's reduction), in two chains. A partial tile's stage holds
@@ -4440,7 +4474,8 @@ template <typename T, class Op, bool kRev>
 __device__ __forceinline__ void stream_segments(const Op& op, const int4* stage, int lane,
                                                 typename Op::S (&a)[kStreamWarps]) {
   typedef typename Op::S S;
-  constexpr int L = 16 / (int)sizeof(T);
+  constexpr int L = 16 / (int)sizeof(T), G = StreamLines<Op>::G;
+  const auto lop = stream_line_op(op);
 #pragma unroll
   for (int w = 0; w < kStreamWarps; ++w) {
     S acc[2] = {op.identity(), op.identity()};
@@ -4450,7 +4485,8 @@ __device__ __forceinline__ void stream_segments(const Op& op, const int4* stage,
       float f[L];
       unpack16<T>(stage[kRev ? kStreamVecs - 1 - v : v], f);
 #pragma unroll
-      for (int e = 0; e < L; ++e) acc[i & 1] = op.combine(acc[i & 1], f[e]);
+      for (int e = 0; e < L; ++e)  // element e (in memory order) is line e mod G's
+        comp(acc[i & 1], e % G) = lop.combine(comp(acc[i & 1], e % G), f[e]);
     }
     a[w] = op.combine(acc[0], acc[1]);
   }
@@ -4469,7 +4505,8 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
                                             const typename Op::S* seg,
                                             unsigned long long* mfree) {
   typedef typename Op::S S;
-  constexpr int L = 16 / (int)sizeof(T), RPW = kStreamRows;
+  constexpr int L = 16 / (int)sizeof(T), RPW = kStreamRows, G = StreamLines<Op>::G;
+  const auto lop = stream_line_op(op);
   auto vec_at = [](int q) -> int { return kRev ? kStreamVecs - 1 - q : q; };
   int4 raw[RPW];  // the rows as they land (a 2-byte type's half the registers of floats)
 #pragma unroll
@@ -4480,16 +4517,19 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
   for (int i = 0; i < RPW; ++i) {
     float f[L];
     unpack16<T>(raw[i], f);
-    S acc = f[kRev ? L - 1 : 0];
+    S acc;  // each line from its first element in scan order (the first G cover the lines)
 #pragma unroll
-    for (int e = 1; e < L; ++e) acc = op.combine(acc, f[kRev ? L - 1 - e : e]);
+    for (int e = 0; e < L; ++e) {
+      const int m = kRev ? L - 1 - e : e;
+      comp(acc, m % G) = e < G ? f[m] : lop.combine(comp(acc, m % G), f[m]);
+    }
     inc[i] = acc;
   }
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1)
 #pragma unroll
     for (int i = 0; i < RPW; ++i) {
-      const S o = __shfl_up_sync(kFull, inc[i], d);
+      const S o = shfl_up(inc[i], d);
       if (lane >= d) inc[i] = op.combine(o, inc[i]);
     }
   mbar_wait(pre, ph);
@@ -4501,8 +4541,8 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
   S run = op.identity();  // the warp's rows before this one
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
-    const S row_tot = __shfl_sync(kFull, inc[i], 31);
-    S before = __shfl_up_sync(kFull, inc[i], 1);
+    const S row_tot = shfl_idx(inc[i], 31);
+    S before = shfl_up(inc[i], 1);
     if (lane == 0) before = op.identity();
     const S add = op.combine(base, op.combine(run, before));
     run = op.combine(run, row_tot);
@@ -4510,12 +4550,12 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
     if (q < nv) {  // the vector's scan again (the same sums as its total's), after `add`
       float f[L], o[L];
       unpack16<T>(raw[i], f);
-      S acc = f[kRev ? L - 1 : 0];
-      o[kRev ? L - 1 : 0] = op.combine(add, acc);
+      S acc;
 #pragma unroll
-      for (int e = 1; e < L; ++e) {
-        acc = op.combine(acc, f[kRev ? L - 1 - e : e]);
-        o[kRev ? L - 1 - e : e] = op.combine(add, acc);
+      for (int e = 0; e < L; ++e) {
+        const int m = kRev ? L - 1 - e : e;
+        comp(acc, m % G) = e < G ? f[m] : lop.combine(comp(acc, m % G), f[m]);
+        o[m] = lop.combine(comp(add, m % G), comp(acc, m % G));
       }
       dst[vec_at(q)] = pack16<T>(o);  // plain: evict-first stores measured no faster
     }
@@ -4528,8 +4568,10 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   typedef typename Op::S S;
   static_assert(kOneInputOp<Op>, "the stream kernel takes one-input ops");
-  if constexpr (sizeof(S) == 4 && sizeof(T) <= 4) {
+  constexpr int G = StreamLines<Op>::G;  // interleaved lines: G words a tile and a wave
+  if constexpr (sizeof(S) == 4 * G && sizeof(T) <= 4) {
     constexpr int NV = kStreamVecs;
+    constexpr int kWave = kStreamWave / G;  // tiles a wave: the prefix warp's G words a tile
     constexpr unsigned long long kReady = 1ull << 32;
     extern __shared__ __align__(128) int4 stream_buf[];  // bulk copies land on 128-byte lines
     __shared__ __align__(8) unsigned long long full[kStreamStages], empty[kStreamStages];
@@ -4540,18 +4582,19 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     __shared__ S prefix[kStreamMeta];
     unsigned char* ring = reinterpret_cast<unsigned char*>(stream_buf);
     const Op op{P.mode};
+    const auto lop = stream_line_op(op);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const i64 rowb = P.n * (i64)sizeof(T);
     const int tpr = (int)P.nchunks;                  // tiles a row
     const int ntiles = (int)(P.rows * P.nchunks);
-    const int waves = (tpr + kStreamWave - 1) / kStreamWave;  // a row's
+    const int waves = (tpr + kWave - 1) / kWave;  // a row's
     unsigned* counter = reinterpret_cast<unsigned*>(P.lb);
-    unsigned long long* totals = reinterpret_cast<unsigned long long*>(
+    unsigned long long* totals = reinterpret_cast<unsigned long long*>(  // G words a tile
         reinterpret_cast<unsigned char*>(P.lb) + 16);
-    unsigned long long* wave_pre = totals + ntiles;
+    unsigned long long* wave_pre = totals + ntiles * G;  // G words a wave
     const int grid = (int)gridDim.x;
     {  // the blocks zero the workspace (the counter's two words, then the tiles' and waves')
-      const i64 words = 2 + ntiles + P.rows * waves;
+      const i64 words = 2 + ntiles * G + P.rows * waves * G;
       unsigned long long* ws = totals - 2;
       for (i64 i = blockIdx.x * (i64)kStreamThreads + threadIdx.x; i < words;
            i += (i64)grid * kStreamThreads)
@@ -4593,7 +4636,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           // holds the identity, so the tile is scanned like any other (not stored there)
           float id[16 / sizeof(T)];
 #pragma unroll
-          for (int e = 0; e < (int)(16 / sizeof(T)); ++e) id[e] = op.identity();
+          for (int e = 0; e < (int)(16 / sizeof(T)); ++e) id[e] = lop.identity();
           const int4 idv = pack16<T>(id);
           int4* st = reinterpret_cast<int4*>(ring + s * kStreamTile);
           const int lo = kRev ? 0 : nb / 16, hi = kRev ? NV - nb / 16 : NV;
@@ -4653,14 +4696,18 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         for (int d = 1; d < 32; d <<= 1)
 #pragma unroll
           for (int w = 0; w < kStreamWarps; ++w) {
-            const S o = __shfl_down_sync(kFull, a[w], d);
+            const S o = shfl_down(a[w], d);
             if (lane + d < 32) a[w] = op.combine(a[w], o);
           }
         S tot = op.identity();
 #pragma unroll
         for (int w = 0; w < kStreamWarps; ++w) tot = op.combine(tot, a[w]);
         if (k == 0) mbar_wait(&zeroed, 0);
-        if (lane == 0) st_relaxed(totals + t, kReady | __float_as_uint(tot));
+        if (lane == 0) {
+#pragma unroll
+          for (int g = 0; g < G; ++g)
+            st_relaxed(totals + t * G + g, kReady | __float_as_uint(comp(tot, g)));
+        }
         if (k >= kStreamMeta) mbar_wait(&mfree[ms], ((k / kStreamMeta) - 1) & 1);
         if (lane == 0) {
 #pragma unroll
@@ -4674,7 +4721,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
       return;
     }
     if (warp == kStreamPrefix) {  // each tile's exclusive prefix
-      constexpr int M = kStreamWave / 32;
+      constexpr int M = kWave / 32;
       for (int k = 0;; ++k) {
         const int ms = k % kStreamMeta;
         mbar_wait(&red[ms], (k / kStreamMeta) & 1);
@@ -4684,40 +4731,61 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           break;
         }
         const S tot = seg[ms][kStreamWarps];
-        const int r = t / tpr, j = t - r * tpr, w = j / kStreamWave;
-        const int first = t - (j - w * kStreamWave);  // the wave's first tile
-        unsigned long long word[M];
-        unsigned long long wp = w == 0 ? kReady | __float_as_uint(op.identity()) : 0ull;
+        const int r = t / tpr, j = t - r * tpr, w = j / kWave;
+        const int first = t - (j - w * kWave);  // the wave's first tile
+        unsigned long long word[M][G], wp[G];
 #pragma unroll
-        for (int m = 0; m < M; ++m) word[m] = first + lane + 32 * m < t ? 0ull : kReady;
+        for (int g = 0; g < G; ++g) {
+          wp[g] = w == 0 ? kReady | __float_as_uint(lop.identity()) : 0ull;
+#pragma unroll
+          for (int m = 0; m < M; ++m) word[m][g] = first + lane + 32 * m < t ? 0ull : kReady;
+        }
         bool ready;
         do {
           ready = true;
 #pragma unroll
-          for (int m = 0; m < M; ++m) {
-            if (!(word[m] >> 32)) word[m] = ld_relaxed(totals + first + lane + 32 * m);
-            ready &= (word[m] >> 32) != 0;
-          }
+          for (int m = 0; m < M; ++m)
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+              if (!(word[m][g] >> 32))
+                word[m][g] = ld_relaxed(totals + first * G + lane * G + 32 * m * G + g);
+              ready &= (word[m][g] >> 32) != 0;
+            }
           if (lane == 0) {
-            if (!(wp >> 32)) wp = ld_relaxed(wave_pre + r * waves + w);
-            ready &= (wp >> 32) != 0;
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+              if (!(wp[g] >> 32)) wp[g] = ld_relaxed(wave_pre + r * waves * G + w * G + g);
+              ready &= (wp[g] >> 32) != 0;
+            }
           }
         } while (!__all_sync(kFull, ready));
         S part = op.identity();
 #pragma unroll
         for (int m = 0; m < M; ++m)
-          if (first + lane + 32 * m < t) part = op.combine(part, __uint_as_float((unsigned)word[m]));
+          if (first + lane + 32 * m < t) {
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+              comp(part, g) = lop.combine(comp(part, g), __uint_as_float((unsigned)word[m][g]));
+          }
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
-          const S o = __shfl_down_sync(kFull, part, d);
+          const S o = shfl_down(part, d);
           if (lane + d < 32) part = op.combine(part, o);
         }
         if (lane == 0) {
-          const S ex = op.combine(__uint_as_float((unsigned)wp), part);
+          S wps;
+#pragma unroll
+          for (int g = 0; g < G; ++g) comp(wps, g) = __uint_as_float((unsigned)wp[g]);
+          const S ex = op.combine(wps, part);
           prefix[ms] = ex;
           mbar_arrive(&pre[ms]);
-          if (j - w * kStreamWave == kStreamWave - 1 && j != tpr - 1)
-            st_relaxed(wave_pre + r * waves + w + 1, kReady | __float_as_uint(op.combine(ex, tot)));
+          if (j - w * kWave == kWave - 1 && j != tpr - 1) {
+            const S next = op.combine(ex, tot);
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+              st_relaxed(wave_pre + r * waves * G + w * G + G + g,
+                         kReady | __float_as_uint(comp(next, g)));
+          }
         } else {
           mbar_arrive(&pre[ms]);  // after this lane's reads of the tile's words
         }
@@ -4875,6 +4943,20 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
       BC_ENTRY(scan_##name##_streamrev)(bc::scan::Params p) {                               \
     bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, true>(p);                 \
+  }                                                                                         \
+  BC_SCAN_STREAM_LINES_ENTRY(name, OP, 2)                                                   \
+  BC_SCAN_STREAM_LINES_ENTRY(name, OP, 4)
+// The same over G interleaved lines (a tensor (n, G) along dim 0 as one run of memory).
+#define BC_SCAN_STREAM_LINES_ENTRY(name, OP, G)                                             \
+  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
+      BC_ENTRY(scan_##name##_stream##G)(bc::scan::Params p) {                               \
+    bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::LinesOp<bc::scan::OP<BC_ACC>, G>,     \
+                              false>(p);                                                    \
+  }                                                                                         \
+  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
+      BC_ENTRY(scan_##name##_stream##G##rev)(bc::scan::Params p) {                          \
+    bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::LinesOp<bc::scan::OP<BC_ACC>, G>,     \
+                              true>(p);                                                     \
   }
 // Line pairs of 2-byte types (the host launches them for no other type).
 #define BC_SCAN_PAIR_ENTRY(name, OP)                                                         \
