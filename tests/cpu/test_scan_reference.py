@@ -210,6 +210,37 @@ def test_logcumsumexp_large_values_are_stable() -> None:
     assert np.all(np.isfinite(dx))
 
 
+def test_log_add_exp_special_values() -> None:
+    """The combine of logcumsumexp on every pair of -inf, inf, NaN and finite values, against
+    NumPy's logaddexp: the same infinities and NaN, finite values within an ulp or two."""
+    vals = np.array([-np.inf, np.inf, np.nan, -1e30, -90.0, 0.0, 3.5, 1e30])
+    a, b = (v.ravel() for v in np.meshgrid(vals, vals))
+    with np.errstate(invalid="ignore"):
+        want = np.logaddexp(a, b)
+        got = R._log_add_exp(np, a, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_numpy_floating_point_warnings_stay_inside(kind: ScanKind) -> None:
+    """On NumPy arrays with infinities, NaN and overflow, no op warns (the ops define those
+    cases), and the caller's floating-point error settings are as they were."""
+    x = np.array([[-np.inf, -np.inf, 2.0, np.inf, 1e30, np.nan, 3.0, np.inf, -np.inf, 0.0]] * 3)
+    x[1] = np.abs(x[1])
+    dy = np.where(np.arange(10) % 4 == 1, np.inf, 1.0) * np.ones_like(x)
+    before = np.geterr()
+    with np.errstate(all="raise"):
+        inner = np.geterr()
+        for reverse in (False, True):
+            out = R.scan(kind, x, -1, reverse)
+            y = out[0] if isinstance(out, tuple) else out
+            R.scan_backward(kind, dy, x=x, y=y, reverse=reverse)
+        assert np.geterr() == inner
+    assert np.geterr() == before
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_half_types_accumulate_in_f32(dtype: str) -> None:
     x = np.full((1, 4096), 0.1, dtype=dtype)

@@ -12,6 +12,7 @@ in float32 and rounded once, f64 in f64.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from array_api_compat import device, is_numpy_namespace, is_torch_namespace
@@ -113,24 +114,22 @@ def _axis(op: str, x: Any, axis: int) -> int:
 
 
 def _log_add_exp(xp: Any, a: Any, b: Any) -> Any:
+    """``log(exp(a) + exp(b))`` as the kernels compute it: ``max + log1p(exp(min - max))``.
+    ``maximum`` propagates NaN (the standard's rule), so a NaN operand gives NaN; ``min -
+    max`` is NaN otherwise only for two equal infinities, which give themselves."""
     mx = xp.maximum(a, b)
-    mn = xp.minimum(a, b)
-    with_nan = xp.isnan(a) | xp.isnan(b)
-    same_inf = (mx == mn) & xp.isinf(mx)
-    bad = same_inf | (mx == -xp.inf) | with_nan
-    zero = xp.zeros_like(mx)
-    out = mx + xp.log1p(xp.exp(xp.where(bad, zero, mn) - xp.where(bad, zero, mx)))
-    out = xp.where(b == -xp.inf, a, xp.where(a == -xp.inf, b, out))
-    out = xp.where(same_inf & (mx == xp.inf), a, out)
-    return xp.where(with_nan, a + b, out)
+    d = xp.minimum(a, b) - mx  # <= 0; -inf where exactly one operand is infinite
+    out = mx + xp.log1p(xp.exp(d))
+    return xp.where(xp.isnan(d) & ~xp.isnan(mx), mx, out)
 
 
-def _rescale(xp: Any, a: Any, b: Any) -> Any:
-    """``exp(a - b)``, and 1 where ``a == b`` (so equal infinities give 1, not NaN)."""
-    same = a == b
-    zero = xp.zeros_like(a)
-    diff = xp.where(same, zero, a) - xp.where(same, zero, b)
-    return xp.where(same, xp.ones_like(a), xp.exp(diff))
+def _shift_sum(xp: Any, s: Any, r: Any, t: Any, q: Any) -> Any:
+    """``s exp(r - m) + t exp(q - m)`` with ``m = min(r, q)``: the term of the larger of
+    ``r`` and ``q`` is scaled by ``exp(-|r - q|)``, the other by 1 (equal ``r`` and ``q``,
+    infinities too, scale by 1); NaN where ``r`` or ``q`` is NaN."""
+    same = r == q
+    f = xp.exp(xp.where(same, xp.zeros_like(r), -xp.abs(r - q)))
+    return xp.where(r <= q, s + t * f, s * f + t)
 
 
 def _wins(xp: Any, r: Any, l: Any, is_min: bool, last: bool) -> Any:  # noqa: E741
@@ -220,10 +219,25 @@ def _segsum(xp: Any, flag: Any, g: Any) -> Any:
     return _exclusive(xp, inc, (True, 0.0))[1]
 
 
+def _quiet(xp: Any) -> AbstractContextManager[Any]:
+    """NumPy's floating-point warnings off: the ops define their infinities and NaN (an
+    ``inf - inf`` inside is a case they select away, not an error to report)."""
+    if is_numpy_namespace(xp):
+        import numpy as np
+
+        return np.errstate(invalid="ignore", over="ignore", divide="ignore")
+    return nullcontext()
+
+
 def scan(kind: ScanKind, x: Any, axis: int = -1, reverse: bool = False,
          tie_break: TieBreak = TieBreak.FIRST) -> Any:  # fmt: skip
     """Inclusive scan of ``kind`` along ``axis``: ``y`` (and ``(y, indices)`` for cummax /
     cummin, int64 physical positions of the running winners)."""
+    with _quiet(namespace(x)):
+        return _scan(kind, x, axis, reverse, tie_break)
+
+
+def _scan(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBreak) -> Any:
     xp = namespace(x)
     ax = _axis(kind.value, x, axis)
     if x.shape[ax] == 0 or 0 in x.shape:
@@ -253,6 +267,12 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
     cumprod/logcumsumexp (the forward output, read as given). cumprod is exact with zeros
     (no division); logcumsumexp gives 0 where ``x = -inf``.
     """
+    with _quiet(namespace(dy)):
+        return _scan_backward(kind, dy, x, y, axis, reverse, tie_break)
+
+
+def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: bool,
+                   tie_break: TieBreak) -> Any:  # fmt: skip
     op = f"scan_backward({kind.value})"
     xp = namespace(dy)
     ax = _axis(op, dy, axis)
@@ -288,11 +308,11 @@ def scan_backward(kind: ScanKind, dy: Any, *, x: Any = None, y: Any = None, axis
         xa, ya = last(x), last(y)
 
         def combine(e: State, t: State) -> State:
-            m = xp.minimum(e[1], t[1])
-            return e[0] * _rescale(xp, m, e[1]) + t[0] * _rescale(xp, m, t[1]), m
+            return _shift_sum(xp, e[0], e[1], t[0], t[1]), xp.minimum(e[1], t[1])
 
         s, r = _assoc_scan(xp, (g, ya), combine)
-        scale = _rescale(xp, xa, r)
+        same = xa == r  # exp(x - r), and 1 where they are equal (equal infinities too)
+        scale = xp.where(same, xp.ones_like(xa), xp.exp(xp.where(same, xp.zeros_like(xa), xa - r)))
         out = xp.where(xa == -xp.inf, xp.zeros_like(xa), scale * s)
     else:
         xf = _to_last(xp, to_acc(xp, x), ax, reverse)  # forward order
