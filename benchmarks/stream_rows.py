@@ -1,6 +1,8 @@
 """Cumsum over few long contiguous rows on the stream kernel, checked and timed.
 
-The stream kernel (``scan_sum_stream``) is forced for 2-byte types too. Each case is checked
+With ``--lines``, over 2 or 4 interleaved lines along dim 0 instead (a tensor (n, G), the
+kernel's ``scan_sum_stream2`` / ``_stream4``), and one row of the same bytes. The stream
+kernel (``scan_sum_stream``) is forced for 2-byte types too. Each case is checked
 against float64 and for the same bits on a second run, then timed with the bench's method
 (``time_us``: L2 flushed, median) ``--reps`` times. With ``--copy``, a ``copy_`` of the same
 bytes and ``torch.cumsum`` in the same run. Prints a line a case, writes JSON. For a change
@@ -36,6 +38,13 @@ CASES: list[tuple[tuple[int, int], torch.dtype, bool]] = [
     ((2, 2**23), BF16, False), ((1, 2**26), BF16, False), ((2, 2**23), BF16, True),
     ((1, 2**26), F32, True), ((1, 2**26), BF16, True),
 ]  # fmt: skip
+# (shape, dtype, reverse) along dim 0: 2 and 4 lines, a longer run, one row (along dim 1)
+LINES: list[tuple[tuple[int, int], torch.dtype, bool]] = [
+    ((2**20, 2), F32, False), ((2**19, 4), F32, False), ((2**22, 2), F32, False),
+    ((2**20, 2), F32, True), ((1, 2**21), F32, False),
+    ((2**20, 2), BF16, False), ((2**19, 4), BF16, False), ((2**22, 2), BF16, False),
+    ((1, 2**21), BF16, False),
+]  # fmt: skip
 ELEMENTS = {F32: ElementKind.F32, BF16: ElementKind.BF16}
 
 
@@ -45,6 +54,7 @@ def main() -> None:
     ap.add_argument("json", nargs="?", help="write the results here")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--copy", action="store_true", help="also copy_ and torch.cumsum")
+    ap.add_argument("--lines", action="store_true", help="interleaved lines along dim 0")
     a = ap.parse_args()
     K.STREAM_ITEMSIZES = (2, 4)
     s = bc.Stream.wrap(torch.cuda.current_stream())
@@ -52,12 +62,13 @@ def main() -> None:
     print(f"card: {card}  (cumsum, µs; f = forward, r = reverse)")
     rows: list[dict[str, Any]] = []
     torch.manual_seed(0)
-    for shape, dt, rev in CASES:
+    for shape, dt, rev in LINES if a.lines else CASES:
+        ax = 0 if shape[0] > 1 and a.lines else 1
         x = torch.randn(*shape, device="cuda", dtype=dt)
         y = torch.empty_like(x)
         x64 = x.double()
-        ref = torch.cumsum(x64.flip(1), 1).flip(1) if rev else torch.cumsum(x64, 1)
-        plan = ScanPlan.select(s, ScanDescriptor(ScanKind.CUMSUM, shape, 1, ELEMENTS[dt], rev))
+        ref = torch.cumsum(x64.flip(ax), ax).flip(ax) if rev else torch.cumsum(x64, ax)
+        plan = ScanPlan.select(s, ScanDescriptor(ScanKind.CUMSUM, shape, ax, ELEMENTS[dt], rev))
         ws = bc.Workspace.allocate(plan.workspace_size(), s)
         args = ScanArgs(x, y)
 
@@ -77,14 +88,14 @@ def main() -> None:
             raise AssertionError(f"{shape} {dt} rev={rev}: other bits on a second run")
         us = [time_us(run) for _ in range(a.reps)]
         nbytes = 2 * x.numel() * x.element_size()
-        r: dict[str, Any] = {"card": card, "tag": a.tag, "shape": shape, "dtype": str(dt),
-                             "reverse": rev, "us": us, "rel_err": err, "kernel": kernel_of(run),
-                             "gbs": nbytes / min(us) / 1e3}  # fmt: skip
+        r: dict[str, Any] = {"card": card, "tag": a.tag, "shape": shape, "axis": ax,
+                             "dtype": str(dt), "reverse": rev, "us": us, "rel_err": err,
+                             "kernel": kernel_of(run), "gbs": nbytes / min(us) / 1e3}  # fmt: skip
         line = (f"{a.tag:6} {'x'.join(map(str, shape)):>12} {str(dt)[6:]:8} {'r' if rev else 'f'}"
                 f" {' '.join(f'{t:6.1f}' for t in us)}  {r['gbs']:6.0f} GB/s")  # fmt: skip
         if a.copy:
             r["copy_"] = time_us(lambda: y.copy_(x))
-            r["torch"] = time_us(lambda: torch.cumsum(x, 1))
+            r["torch"] = time_us(lambda: torch.cumsum(x, ax))
             line += f"  copy_ {r['copy_']:6.1f}  torch {r['torch']:8.1f}"
         print(f"{line}  err {err:.1e}  {r['kernel']}")
         rows.append(r)
