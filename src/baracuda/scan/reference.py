@@ -1,9 +1,10 @@
 """Axis scans and their backward against the array API standard: the CPU path and the oracle.
 
 Every op is written as the kernels' monoid (same combine, same NaN/inf/zero rules) and run
-with a blocked log-depth scan of whole-array operations (Hillis-Steele within blocks of 16,
-then over the block totals), so it is vectorised for any shape: about 6 passes of
-elementwise work over the data plus a sixteenth of that per level. The running extremum of
+with a blocked scan of whole-array operations (blocks of 16 scanned position by position,
+all blocks at once, then the same over the block totals), so it is vectorised for any
+shape: about two passes of elementwise work over the data plus a sixteenth of that per
+level. The running extremum of
 cummax/cummin (and the scan of its winners' positions) is exact whatever the order, so on
 NumPy and torch arrays it is their own accumulation (``_running``). Half types are computed
 in float32 and rounded once, f64 in f64.
@@ -54,28 +55,35 @@ _BLOCK = 16  # positions per block of the blocked scan
 
 def _assoc_scan(xp: Any, state: State, combine: Combine) -> State:
     """Inclusive scan along the last axis of each array in ``state``; ``combine(earlier,
-    later)``. Long axes are cut into blocks of ``_BLOCK``: a Hillis-Steele scan within every
-    block, this scan over the block totals, then each block's elements combined with the
-    inclusive total of the blocks before it (a partial last block likewise): about
-    ``log2(_BLOCK) + 2`` whole-array steps instead of ``log2 n``."""
+    later)``. Long axes are cut into blocks of ``_BLOCK``: each block scanned one position
+    at a time, all blocks at once (``_BLOCK - 1`` combines of a ``_BLOCK``-th of the data,
+    as a thread of the kernels scans its own elements), this scan over the block totals,
+    then each block's elements combined with the inclusive total of the blocks before it (a
+    partial last block likewise, short axes by ``_hillis_steele``): about two whole-array
+    combines, not ``log2 n``. On a 2-core CPU, f32 512 x 4096: cumsum 11.5 -> 5.2 ms,
+    logcumsumexp 37 -> 17 ms against a scan of whole blocks by Hillis-Steele."""
     n = state[0].shape[-1]
     if n <= 4 * _BLOCK:
         return _hillis_steele(xp, state, combine)
     lead = tuple(state[0].shape[:-1])
     nb = n // _BLOCK
     m = nb * _BLOCK
-    blocks = _hillis_steele(
-        xp, tuple(xp.reshape(s[..., :m], (*lead, nb, _BLOCK)) for s in state), combine
-    )
-    carry = _assoc_scan(xp, tuple(b[..., -1] for b in blocks), combine)  # (..., nb)
+    blocks = tuple(xp.reshape(s[..., :m], (*lead, nb, _BLOCK)) for s in state)
+    acc = tuple(b[..., 0] for b in blocks)  # (..., nb): every block's running state
+    steps = [acc]
+    for k in range(1, _BLOCK):
+        acc = combine(acc, tuple(b[..., k] for b in blocks))
+        steps.append(acc)
+    scanned = tuple(xp.stack([st[i] for st in steps], axis=-1) for i in range(len(state)))
+    carry = _assoc_scan(xp, acc, combine)  # the blocks' inclusive totals, (..., nb)
     shape = (*lead, nb - 1, _BLOCK)
     rest = combine(
         tuple(xp.broadcast_to(xp.expand_dims(c[..., :-1], axis=-1), shape) for c in carry),
-        tuple(b[..., 1:, :] for b in blocks),
+        tuple(b[..., 1:, :] for b in scanned),
     )
     body = tuple(
         xp.reshape(xp.concat((b[..., :1, :], r), axis=-2), (*lead, m))
-        for b, r in zip(blocks, rest, strict=True)
+        for b, r in zip(scanned, rest, strict=True)
     )
     if m == n:
         return body
