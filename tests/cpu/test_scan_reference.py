@@ -241,6 +241,40 @@ def test_numpy_floating_point_warnings_stay_inside(kind: ScanKind) -> None:
     assert np.geterr() == before
 
 
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_array_api_strict_gives_numpy_values(kind: ScanKind) -> None:
+    """Every op, forward and backward, on array-api-strict arrays (the standard alone: no
+    NumPy accumulations) returns its own array type with NumPy's values, bit for bit,
+    indices included, along every axis both ways, with ties, NaN and infinities; neither
+    warns (NumPy's errors raised)."""
+    xp = pytest.importorskip("array_api_strict")
+    rng = np.random.default_rng(7)
+    x = np.round(rng.standard_normal((5, 300)) * 2) / 2
+    x[1, 7], x[2, 40], x[3, 100], x[4, 3] = np.nan, np.inf, -np.inf, -np.inf
+    if kind is ScanKind.CUMPROD:
+        x = 1 + x / 64
+    dy = rng.standard_normal(x.shape)
+    with np.errstate(all="raise"):
+        for dtype in (np.float32, np.float64):
+            xn, dyn = x.astype(dtype), dy.astype(dtype)
+            xs, dys = xp.asarray(xn), xp.asarray(dyn)
+            for axis in (0, 1):
+                for reverse in (False, True):
+                    want = R.scan(kind, xn, axis, reverse)
+                    got = R.scan(kind, xs, axis, reverse)
+                    pairs = list(zip(want, got, strict=True)) if isinstance(want, tuple) else [
+                        (want, got)]  # fmt: skip
+                    for w, g in pairs:
+                        assert type(g) is type(xs)
+                        np.testing.assert_array_equal(np.asarray(g), w)
+                    yn = want[0] if isinstance(want, tuple) else want
+                    ys = got[0] if isinstance(got, tuple) else got
+                    dx_n = R.scan_backward(kind, dyn, x=xn, y=yn, axis=axis, reverse=reverse)
+                    dx_s = R.scan_backward(kind, dys, x=xs, y=ys, axis=axis, reverse=reverse)
+                    assert type(dx_s) is type(xs)
+                    np.testing.assert_array_equal(np.asarray(dx_s), dx_n)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_half_types_accumulate_in_f32(dtype: str) -> None:
     x = np.full((1, 4096), 0.1, dtype=dtype)

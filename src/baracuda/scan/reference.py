@@ -16,7 +16,12 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from array_api_compat import device, is_numpy_namespace, is_torch_namespace
+from array_api_compat import (
+    device,
+    is_array_api_strict_namespace,
+    is_numpy_namespace,
+    is_torch_namespace,
+)
 
 from baracuda._xp import from_acc, namespace, to_acc
 from baracuda.errors import InvalidProblem
@@ -228,9 +233,10 @@ def _segsum(xp: Any, flag: Any, g: Any) -> Any:
 
 
 def _quiet(xp: Any) -> AbstractContextManager[Any]:
-    """NumPy's floating-point warnings off: the ops define their infinities and NaN (an
-    ``inf - inf`` inside is a case they select away, not an error to report)."""
-    if is_numpy_namespace(xp):
+    """NumPy's floating-point warnings off (NumPy's arrays and array-api-strict's, which are
+    NumPy's underneath): the ops define their infinities and NaN (an ``inf - inf`` inside is
+    a case they select away, not an error to report)."""
+    if is_numpy_namespace(xp) or is_array_api_strict_namespace(xp):
         import numpy as np
 
         return np.errstate(invalid="ignore", over="ignore", divide="ignore")
