@@ -1045,7 +1045,7 @@ def state_bytes(shape: Sequence[int], axis: int, itemsize: int, sm_count: int) -
     streamed = 0
     if ch.nchunks > 1 and (n * itemsize) % 16 == 0 and itemsize != 8:
         streamed = _stream_bytes(rows, n, itemsize)
-    if rows in LINES and 16 % (rows * itemsize) == 0 and (n * rows * itemsize) % 16 == 0:
+    if rows in LINES and itemsize in (2, 4) and (n * rows * itemsize) % 16 == 0:
         # (n, G) along dim 0 as one row of n G elements (_stream_lines)
         streamed = max(streamed, _stream_bytes(1, n * rows, itemsize, rows))
     return max(coop, pipe, streamed,
@@ -1416,24 +1416,27 @@ def launch_scan(
                 _enqueue(rec, module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK,
                          RING_SMEM, stream, params, kernel)  # fmt: skip
                 return f"ring{grid}"
-    if layout == "cols":
-        g = _stream_lines(module, op, shape, axis, operands, itemsize, lines, reverse)
-        if g:  # one row of n g elements: the run of the lines' memory
-            run = [None if o is None else Slot(o.ptr, (1,)) for o in operands]
-            lp = _params((n * g,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
+    # interleaved lines, one run of memory: the cooperative kernel's split of them (g lines)
+    lg, lcoop = 0, None
+    if lines is not None and layout == "cols" and op in LINES_OPS:
+        lg = coop_lines(shape, axis, operands, itemsize)
+        lcoop = coop_split(lines, op, 1, n, itemsize, reverse, lg) if lg else None
+    # (dispatch runs once a recipe: _Launches._run replays it at later calls)
+    run = [None if o is None else Slot(o.ptr, (1,)) for o in operands]  # the lines' run, if one
+    g = numel(shape) // n if layout == "cols" and STREAM_LINES and n else 0
+    if g in LINES and _one_run(shape, axis, operands, g):
+        # one row of n g elements
+        lp = _params((n * g,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
+        if _stream_lines(module, op, lp, operands, itemsize, g, lcoop):
             prog = load_module(SCAN_SOURCES[STREAM_GROUPS[op]], module.element, module.device_id)
             tiles = _launch_stream(prog, op, stream, lp, reverse, itemsize, states_ptr, rec, g)
             return f"stream{g}x{tiles}"
-    if lines is not None and layout == "cols" and op in LINES_OPS:
-        g = coop_lines(shape, axis, operands, itemsize)
-        coop = coop_split(lines, op, 1, n, itemsize, reverse, g) if g else None
-        if coop is not None:
-            # one line of n positions: the run of the lines' memory
-            run = [None if o is None else Slot(o.ptr, (1,)) for o in operands]
-            lp = _params((n,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
-            lp.vec = 1  # coop_lines: 16-byte aligned, whole rows
-            _launch_coop(lines, op, stream, lp, coop, 1, reverse, g, states_ptr, rec)
-            return f"coop{g}x{coop.nchunks}{coop.tag}"
+    if lcoop is not None and lines is not None:
+        # one line of n positions of lg values
+        lp = _params((n,), 0, run, vec_slots, itemsize, "rows", reverse, mode)
+        lp.vec = 1  # coop_lines: 16-byte aligned, whole rows
+        _launch_coop(lines, op, stream, lp, lcoop, 1, reverse, lg, states_ptr, rec)
+        return f"coop{lg}x{lcoop.nchunks}{lcoop.tag}"
     packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
@@ -1549,53 +1552,50 @@ def _stream_bytes(rows: int, n: int, itemsize: int, lines: int = 1) -> int:
     return 16 + 8 * lines * rows * (tpr + waves)
 
 
-def _stream_rows(module: LoadedModule, op: str, params: Params,
-                 operands: Sequence[Slot | None], itemsize: int,
-                 coop: CoopSplit | None) -> bool:  # fmt: skip
-    """Whether the rows of ``params`` (which meet pipe1's launch condition: 16-byte aligned
-    rows, axis stride 1) may take the stream kernel (``STREAM_ROWS``): a cooperative launch.
-    ``coop``: the cooperative kernel's split of the same rows (``coop_split``)."""
+def _stream_fits(module: LoadedModule, op: str, params: Params, operands: Sequence[Slot | None],
+                 itemsize: int, lines: int = 1) -> bool:  # fmt: skip
+    """Whether the stream kernel can take the rows of ``params`` (16-byte aligned rows, axis
+    stride 1; ``lines`` interleaved lines a row), whatever the switches' choice of types:
+    ``STREAM_ROWS``, a cooperative launch on sm_90 or later, cumsum/cumprod of one input in
+    a 2- or 4-byte type, rows of whole 16-byte vectors, and the workspace's words (``lines``
+    a tile) indexed by 32-bit ints."""
     used = [i for i, o in enumerate(operands) if o is not None]
     return (
         STREAM_ROWS
         and module.cooperative
         and op in STREAM_OPS
-        and (itemsize in STREAM_ITEMSIZES
-             or (itemsize in STREAM_ROUNDS_ITEMSIZES and coop is not None and coop.rounds > 1))
-        and itemsize in (2, 4)  # what the kernel takes, whatever the switch lists
+        and itemsize in (2, 4)  # what the kernel takes, whatever the switches list
         and arch_number(module.arch) >= 90
         and used == [IN0, OUT]
         and params.outer.rank == 1
         and (params.n * itemsize) % 16 == 0
-        and params.rows * _stream_tiles(params.n, itemsize)[0] < 2**31
+        and params.rows * _stream_tiles(params.n, itemsize, lines)[0] * lines < 2**31
     )
 
 
-def _stream_lines(module: LoadedModule, op: str, shape: tuple[int, ...], axis: int,
-                  operands: Sequence[Slot | None], itemsize: int,
-                  lines_module: LoadedModule | None, reverse: bool) -> int:  # fmt: skip
-    """The number of interleaved lines (2 or 4: a tensor (n, G) along dim 0, ``_one_run``)
-    the stream kernel may take as one row of n G elements (``STREAM_LINES``), else 0: as
-    ``_stream_rows`` asks of rows (4-byte types; 2-byte ones where the cooperative kernel
-    over lines would take more than one round or cannot take them), a position's bytes
-    dividing 16, the run whole 16-byte vectors."""
-    n = shape[axis]
-    g = numel(shape) // n if n else 0
-    if not (STREAM_ROWS and STREAM_LINES and module.cooperative and op in STREAM_OPS
-            and g in LINES and itemsize in (2, 4) and arch_number(module.arch) >= 90
-            and 16 % (g * itemsize) == 0 and (n * g * itemsize) % 16 == 0
-            and [i for i, o in enumerate(operands) if o is not None] == [IN0, OUT]
-            and _one_run(shape, axis, operands, g)
-            and _stream_tiles(n * g, itemsize, g)[0] * g < 2**31):  # fmt: skip
-        return 0
-    if itemsize in STREAM_ITEMSIZES:
-        return g
-    if itemsize not in STREAM_ROUNDS_ITEMSIZES:
-        return 0
-    coop = None
-    if lines_module is not None and coop_lines(shape, axis, operands, itemsize) == g:
-        coop = coop_split(lines_module, op, 1, n, itemsize, reverse, g)
-    return g if coop is None or coop.rounds > 1 else 0
+def _stream_rows(module: LoadedModule, op: str, params: Params,
+                 operands: Sequence[Slot | None], itemsize: int,
+                 coop: CoopSplit | None) -> bool:  # fmt: skip
+    """Whether the rows of ``params`` (which meet pipe1's launch condition) take the stream
+    kernel (``_stream_fits``): 4-byte types (``STREAM_ITEMSIZES``), 2-byte ones where the
+    cooperative kernel's split of the same rows (``coop``, ``coop_split``) takes rounds."""
+    return (
+        itemsize in STREAM_ITEMSIZES
+        or (itemsize in STREAM_ROUNDS_ITEMSIZES and coop is not None and coop.rounds > 1)
+    ) and _stream_fits(module, op, params, operands, itemsize)
+
+
+def _stream_lines(module: LoadedModule, op: str, params: Params,
+                  operands: Sequence[Slot | None], itemsize: int, lines: int,
+                  coop: CoopSplit | None) -> bool:  # fmt: skip
+    """Whether ``lines`` (2 or 4) interleaved lines, one run of memory taken as the one row
+    of ``params`` (n ``lines`` elements), take the stream kernel (``STREAM_LINES``,
+    ``_stream_fits``): 4-byte types, 2-byte ones where the cooperative kernel over the lines
+    (``coop``) takes rounds or cannot take them at all."""
+    return (
+        itemsize in STREAM_ITEMSIZES
+        or (itemsize in STREAM_ROUNDS_ITEMSIZES and (coop is None or coop.rounds > 1))
+    ) and _stream_fits(module, op, params, operands, itemsize, lines)
 
 
 def _launch_stream(module: LoadedModule, op: str, stream: Stream, params: Params,

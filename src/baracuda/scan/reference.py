@@ -4,10 +4,9 @@ Every op is written as the kernels' monoid (same combine, same NaN/inf/zero rule
 with a blocked scan of whole-array operations (blocks of 16 scanned position by position,
 all blocks at once, then the same over the block totals), so it is vectorised for any
 shape: about two passes of elementwise work over the data plus a sixteenth of that per
-level. The running extremum of
-cummax/cummin (and the scan of its winners' positions) is exact whatever the order, so on
-NumPy and torch arrays it is their own accumulation (``_running``). Half types are computed
-in float32 and rounded once, f64 in f64.
+level. The running extremum of cummax/cummin (and the scan of its winners' positions) is
+exact whatever the order, so on NumPy and torch arrays it is their own accumulation
+(``_running``). Half types are computed in float32 and rounded once, f64 in f64.
 """
 
 from __future__ import annotations
@@ -134,6 +133,12 @@ def _log_add_exp(xp: Any, a: Any, b: Any) -> Any:
     d = xp.minimum(a, b) - mx  # <= 0; -inf where exactly one operand is infinite
     out = mx + xp.log1p(xp.exp(d))
     return xp.where(xp.isnan(d) & ~xp.isnan(mx), mx, out)
+
+
+def _rescale(xp: Any, a: Any, b: Any) -> Any:
+    """``exp(a - b)``, and 1 where ``a == b`` (so equal infinities give 1, not NaN)."""
+    same = a == b
+    return xp.where(same, xp.ones_like(a), xp.exp(xp.where(same, xp.zeros_like(a), a - b)))
 
 
 def _shift_sum(xp: Any, s: Any, r: Any, t: Any, q: Any) -> Any:
@@ -325,8 +330,7 @@ def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: 
             return _shift_sum(xp, e[0], e[1], t[0], t[1]), xp.minimum(e[1], t[1])
 
         s, r = _assoc_scan(xp, (g, ya), combine)
-        same = xa == r  # exp(x - r), and 1 where they are equal (equal infinities too)
-        scale = xp.where(same, xp.ones_like(xa), xp.exp(xp.where(same, xp.zeros_like(xa), xa - r)))
+        scale = _rescale(xp, xa, r)
         out = xp.where(xa == -xp.inf, xp.zeros_like(xa), scale * s)
     else:
         xf = _to_last(xp, to_acc(xp, x), ax, reverse)  # forward order
