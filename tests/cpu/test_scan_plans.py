@@ -715,7 +715,7 @@ def _stream_device(arch: str, monkeypatch: pytest.MonkeyPatch) -> tuple[_StreamM
 def test_stream_lines_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With STREAM_LINES on, launch_scan sends 2 or 4 interleaved lines (n, G) along dim 0 of
     cumsum/cumprod in f32 on sm_90 to scan_<op>_stream<G> (rev for reverse): one row of n G
-    elements, G words a tile and a wave (waves of STREAM_WAVE / G tiles) in the workspace; 2-byte
+    elements, G words a tile and a wave (waves of STREAM_WAVE tiles) in the workspace; 2-byte
     types only where the cooperative kernel over lines would take more than one round or
     cannot take them; not on sm_80, without cooperative launches, with STREAM_LINES off, for
     misaligned data, partial vectors or positions wider than 16 bytes."""
@@ -751,7 +751,7 @@ def test_stream_lines_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None
             assert not variant.startswith("stream"), variant
             continue
         tiles = -(-n * g * 4 // 32768)
-        waves = -(-tiles // (K.STREAM_WAVE // g))
+        waves = -(-tiles // K.STREAM_WAVE)
         assert variant == f"stream{g}x{tiles}"
         assert loaded[-1] == f"{op}_stream"
         (fn, grid, block, params, coop), = calls

@@ -1538,17 +1538,17 @@ def _zero_lookback(rec: Recorder | None, module: LoadedModule, stream: Stream, s
     return False
 
 
-def _stream_tiles(n: int, itemsize: int, lines: int = 1) -> tuple[int, int]:
-    """The stream kernel's tiles and waves in a row of ``n`` elements (``lines``
-    interleaved lines: waves of STREAM_WAVE / lines tiles)."""
+def _stream_tiles(n: int, itemsize: int) -> tuple[int, int]:
+    """The stream kernel's tiles and waves in a row of ``n`` elements (waves of
+    STREAM_WAVE tiles, however many interleaved lines a row holds)."""
     tpr = _cdiv(n * itemsize, STREAM_TILE)
-    return tpr, _cdiv(tpr, STREAM_WAVE // lines)
+    return tpr, _cdiv(tpr, STREAM_WAVE)
 
 
 def _stream_bytes(rows: int, n: int, itemsize: int, lines: int = 1) -> int:
     """Workspace bytes of the stream kernel: the tile counter (16), a word a tile and a word
     a wave, for each of ``lines`` interleaved lines."""
-    tpr, waves = _stream_tiles(n, itemsize, lines)
+    tpr, waves = _stream_tiles(n, itemsize)
     return 16 + 8 * lines * rows * (tpr + waves)
 
 
@@ -1569,7 +1569,7 @@ def _stream_fits(module: LoadedModule, op: str, params: Params, operands: Sequen
         and used == [IN0, OUT]
         and params.outer.rank == 1
         and (params.n * itemsize) % 16 == 0
-        and params.rows * _stream_tiles(params.n, itemsize, lines)[0] * lines < 2**31
+        and params.rows * _stream_tiles(params.n, itemsize)[0] * lines < 2**31
     )
 
 
@@ -1607,7 +1607,7 @@ def _launch_stream(module: LoadedModule, op: str, stream: Stream, params: Params
     tiles."""
     _check_aligned(states_ptr)
     rows, n = int(params.rows), int(params.n)
-    tpr, _ = _stream_tiles(n, itemsize, lines)
+    tpr, _ = _stream_tiles(n, itemsize)
     params.nchunks, params.lb = tpr, states_ptr  # tiles a row; the tile counter and words
     kernel = f"scan_{op}_stream{lines if lines > 1 else ''}{'rev' if reverse else ''}"
     fn = module.function(kernel, STREAM_SMEM)
