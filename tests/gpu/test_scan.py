@@ -1031,6 +1031,63 @@ def test_scan_stream_lines(kind: ScanKind, element: ElementKind, monkeypatch: An
                          what=f"other kernels vs stream lines {what}")  # fmt: skip
 
 
+def test_cupy_and_jax_arrays_on_the_stream_kernel(monkeypatch: Any) -> None:
+    """Other frameworks' arrays on the stream kernel (sm_90 and later). CuPy f32 through
+    ``ScanPlan`` on a CuPy stream of its own: rows along dim 1, 2 and 4 interleaved lines
+    along dim 0, both ways, each launch's kernel checked by name, outputs poisoned
+    beforehand. Then the functional API: CuPy cumsum and its backward inside a CuPy stream,
+    JAX f32 lines along dim 0 both ways. Results come back as the caller's type and match
+    the float64 reference."""
+    cupy = pytest.importorskip("cupy")
+    if not _sm90():
+        pytest.skip("the stream kernel runs on sm_90 and later")
+    names = launched_kernels(monkeypatch)
+    rng = np.random.default_rng(8)
+    cs = cupy.cuda.Stream(non_blocking=True)
+    s = bc.Stream.wrap(cs)
+    cases = [((3, 100_008), 1, "stream"), ((2**20, 2), 0, "stream2"), ((100_096, 4), 0, "stream4")]
+    for shape, axis, entry in cases:
+        x64 = rng.uniform(-1.0, 1.0, shape) + 0.25
+        with cs:
+            x = cupy.asarray(x64, dtype=cupy.float32)
+        for reverse in (False, True):
+            plan = ScanPlan.select(s, ScanDescriptor(ScanKind.CUMSUM, shape, axis,
+                                                     ElementKind.F32, reverse))  # fmt: skip
+            ws = bc.Workspace.allocate(plan.workspace_size(), s)
+            with cs:
+                y = cupy.full(shape, cupy.nan, dtype=cupy.float32)
+            names.clear()
+            plan.run(s, ws, ScanArgs(x, y))
+            cs.synchronize()
+            assert names == [f"scan_sum_{entry}{'rev' if reverse else ''}"], (shape, names)
+            assert_close(y, R.scan(ScanKind.CUMSUM, _np64(x), axis, reverse), ElementKind.F32,
+                         scale=scale_of(ScanKind.CUMSUM, shape[axis]),
+                         what=f"cupy plan {shape} rev={reverse}")  # fmt: skip
+    xr = cupy.asarray(rng.uniform(-1.0, 1.0, (2, 2**20)) + 0.25, dtype=cupy.float32)
+    dy = cupy.asarray(rng.standard_normal((2, 2**20)), dtype=cupy.float32)
+    cupy.cuda.Device().synchronize()
+    with cs:
+        y = bc.cumsum(xr, 1, True)
+        dx = bc.scan_backward("cumsum", dy, axis=1)
+    cs.synchronize()
+    assert isinstance(y, cupy.ndarray) and isinstance(dx, cupy.ndarray)
+    assert_close(y, R.scan(ScanKind.CUMSUM, _np64(xr), 1, True), ElementKind.F32,
+                 scale=scale_of(ScanKind.CUMSUM, 2**20), what="cupy functional rows")
+    assert_close(dx, R.scan_backward(ScanKind.CUMSUM, _np64(dy), axis=1, reverse=False),
+                 ElementKind.F32, scale=scale_of(ScanKind.CUMSUM, 2**20),
+                 what="cupy functional backward")  # fmt: skip
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    xj = jnp.asarray(rng.uniform(-1.0, 1.0, (2**19, 4)) + 0.25, dtype=jnp.float32)
+    for reverse in (False, True):
+        yj = bc.cumsum(xj, 0, reverse)
+        assert type(yj).__module__.startswith("jax")
+        assert_close(yj, R.scan(ScanKind.CUMSUM, _np64(xj), 0, reverse), ElementKind.F32,
+                     scale=scale_of(ScanKind.CUMSUM, 2**19), what=f"jax lines rev={reverse}")
+
+
 @pytest.mark.parametrize("shape_axis", [((3, 50001), 1), ((300, 65), 0), ((2, 2**20), 1)],
                          ids=str)  # fmt: skip
 @pytest.mark.parametrize("streamed", [False, True], ids=["coop", "stream"])
