@@ -8,7 +8,7 @@ and ``--off`` (Python literals). Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
         [--rounding] [--extrema-backward | --backward | --strided] [--only OP[,OP]] [--torch]
-        [--on V --off V | --drop OP:SIZE[,OP:SIZE]]   (on a GPU)
+        [--on V --off V | --drop OP:SIZE[,OP:SIZE]] [--dtypes f32,bf16,f16,f64]   (on a GPU)
 
 A table switch of (op, itemsizes) pairs (STRIP_OPS, STRIP_512_OPS, RING_BACKWARD) can take
 ``--drop``: on is its default, off the default without those itemsizes of those ops (for
@@ -92,7 +92,13 @@ STRIDED: list[tuple[str, tuple[int, ...], int]] = [
                "cummax_backward")
     for shape in ((4096, 8192), (1024, 8192), (512, 32768))
 ]
-DTYPES = ((torch.float32, bc.ElementKind.F32), (torch.bfloat16, bc.ElementKind.BF16))
+DTYPES = {
+    "f32": (torch.float32, bc.ElementKind.F32), "bf16": (torch.bfloat16, bc.ElementKind.BF16),
+    "f16": (torch.float16, bc.ElementKind.F16), "f64": (torch.float64, bc.ElementKind.F64),
+}  # fmt: skip
+# --rounding: the largest difference between the settings' outputs, relative to the largest
+# output, that still counts as rounding
+ROUNDING = {torch.float32: 1e-5, torch.float64: 1e-10}
 
 
 
@@ -156,7 +162,12 @@ def main() -> None:
     ap.add_argument("--off", type=ast.literal_eval, default=False, help="its second value")
     ap.add_argument("--drop", default="", metavar="OP:SIZE[,OP:SIZE]",
                     help="a table switch: on its default, off without these")  # fmt: skip
+    ap.add_argument("--dtypes", default="f32,bf16", metavar="DT[,DT]",
+                    help=f"the dtypes timed, of {', '.join(DTYPES)} (default f32,bf16)")
     a = ap.parse_args()
+    unknown = [d for d in a.dtypes.split(",") if d not in DTYPES]
+    if unknown:
+        raise SystemExit(f"--dtypes: {unknown} are not of {', '.join(DTYPES)}")
     default = getattr(_kernels, a.switch)
     if a.drop:
         a.on, a.off = default, _drop(default, a.drop)
@@ -171,7 +182,7 @@ def main() -> None:
     s = bc.Stream.wrap(torch.cuda.current_stream())
     rows: list[dict[str, Any]] = []
     try:
-        for dt, el in DTYPES:
+        for dt, el in (DTYPES[d] for d in a.dtypes.split(",")):
             cases = (EXTREMA_BACKWARD if a.extrema_backward else BACKWARD if a.backward
                      else STRIDED if a.strided else CASES + (MORE if a.more else []))  # fmt: skip
             if a.only:
@@ -200,7 +211,7 @@ def main() -> None:
                     on64, off64 = y[True].double(), y[False].double()
                     scale = float(off64.abs().max()) or 1.0
                     diff = float((on64 - off64).abs().max()) / scale
-                    same = diff <= (1e-5 if dt == torch.float32 else 1e-2)
+                    same = diff <= ROUNDING.get(dt, 1e-2)
                 rec = {"device": dev, "op": op, "shape": list(shape), "axis": axis,
                        "dtype": el.value, "on_us": times[True], "off_us": times[False],
                        "outputs_equal": same, "bitwise_equal": exact,
