@@ -151,8 +151,12 @@ def _shift_sum(xp: Any, s: Any, r: Any, t: Any, q: Any) -> Any:
 
 
 def _wins(xp: Any, r: Any, l: Any, is_min: bool, last: bool) -> Any:  # noqa: E741
+    """Whether ``r`` (later in scan order) takes the running winner from ``l``: a NaN always
+    does (the latest NaN wins), else the tie break's comparison. A comparison with a NaN
+    ``l`` is false (IEEE 754, which the array API standard follows), so a NaN ``l`` keeps it
+    against any number without a test of its own."""
     cmp = (r <= l if last else r < l) if is_min else r >= l if last else r > l
-    return xp.isnan(r) | (~xp.isnan(l) & cmp)
+    return xp.isnan(r) | cmp
 
 
 def _running(xp: Any, a: Any, is_min: bool) -> Any:
