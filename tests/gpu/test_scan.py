@@ -1369,6 +1369,74 @@ def test_fused_extrema_backward(kind: ScanKind, element: ElementKind, monkeypatc
                                names, monkeypatch)  # fmt: skip
 
 
+@pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
+def test_fused_extrema_backward_operands_of_other_layouts(kind: ScanKind, element: ElementKind,
+                                                          monkeypatch: Any) -> None:  # fmt: skip
+    """The one-kernel cummax/cummin backward over rank-3 tensors where x, dy and dx differ in
+    which outer dims merge: dx a view into a larger buffer (every other row of dim 1), x such
+    a view, dy every other element of dim 0. The winner flags (x) and the segmented sums (dy,
+    dx) then have outer dims of their own, and each pass must find its row in its own. Both
+    tie breaks and directions, against the float64 reference; the rest of dx's buffer stays
+    poisoned."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    names = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    sm = device_info(torch.cuda.current_device()).sm_count
+    for shape in ((33, 2, 37), (5, 8, 3001), (3, 2, 1)):
+        rng = np.random.default_rng(shape[2])
+        xn = np.round(rng.standard_normal(shape) * 3) / 4
+        xn[0, 1, 0] = np.nan
+        dyn = rng.standard_normal(shape)
+
+        def inside(vals: np.ndarray, d: int, fill: float) -> tuple[Any, Any]:
+            """A view of ``vals`` as every other row of dim ``d`` of a buffer of ``fill``."""
+            big = list(vals.shape)
+            big[d] = 2 * big[d] + 1
+            buf = torch.full(tuple(big), fill, dtype=dt, device="cuda")
+            at = (slice(None),) * d + (slice(1, None, 2),)
+            buf[at] = torch.from_numpy(vals).to("cuda", dt)
+            return buf, buf[at]
+
+        x0 = torch.from_numpy(xn).to("cuda", dt)
+        dy0 = torch.from_numpy(dyn).to("cuda", dt)
+        layouts = {
+            "dx inside": (x0, dy0, 1),
+            "x inside": (inside(xn, 1, 0.0)[1], dy0, None),
+            "dy every other of dim 0": (x0, inside(dyn, 0, 0.0)[1], None),
+        }
+        for what, (x, dy, dx_dim) in layouts.items():
+            for tie in (TieBreak.FIRST, TieBreak.LAST):
+                for reverse in (False, True):
+                    label = f"{kind.value} {shape} {what} tie={tie.value} reverse={reverse}"
+                    if dx_dim is None:
+                        buf = dx = poisoned(shape, element)
+                    else:
+                        buf, dx = inside(np.full(shape, np.nan), dx_dim, math.nan)
+                    desc = ScanBackwardDescriptor(kind, shape, -1, element, reverse, tie)
+                    plan = ScanBackwardPlan.select(stream(), desc)
+                    ws = bc.Workspace.allocate(plan.workspace_size(), stream())
+                    names.clear()
+                    plan.run(stream(), ws, ScanBackwardArgs(dy, dx, x, None))
+                    torch.cuda.synchronize()
+                    ch = K.chunking("rows", shape[0] * shape[1], shape[2], element.itemsize, sm)
+                    if ch.layout == "rows1" or (ch.layout == "rows8" and ch.nchunks == 1):
+                        assert names[0].startswith("scan_max_bwd_rows"), (label, names)
+                    ref = R.scan_backward(kind, _np64(dy), x=_np64(x), axis=-1,
+                                          reverse=reverse, tie_break=tie)  # fmt: skip
+                    assert_close(dx, ref, element, scale=max(1.0, math.sqrt(shape[2]) / 4),
+                                 magnitude=np.abs(R.scan_backward(
+                                     kind, np.abs(_np64(dy)), x=_np64(x), axis=-1,
+                                     reverse=reverse, tie_break=tie)),
+                                 what=label)  # fmt: skip
+                    if dx_dim is not None:
+                        rest = torch.ones(buf.shape, dtype=torch.bool, device="cuda")
+                        rest[(slice(None),) * dx_dim + (slice(1, None, 2),)] = False
+                        assert bool(buf[rest].isnan().all()), f"{label}: written outside dx"
+
+
 def check_max_backward(kind: ScanKind, element: ElementKind, dy: Any, x: Any, what: str,
                        expect: Callable[[list[str], str], None], names: list[str],
                        monkeypatch: Any) -> None:  # fmt: skip

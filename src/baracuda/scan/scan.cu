@@ -1680,13 +1680,17 @@ __device__ __forceinline__ void max_bwd_rows_dir(const Params& F, const Params& 
   for (i64 first = (i64)blockIdx.x * GPB; first < F.rows; first += (i64)gridDim.x * GPB) {
     const i64 row = first + g;
     if (row >= F.rows) continue;  // whole groups skip (GW == 8: the block, never)
-    Coord c;
-    unravel(row, F.outer, c);
+    // the row's coordinates in each pass's own outer dims: F's operands (x, the flags) and
+    // B's (dy, dx, the flags) may coalesce differently (a strided dx: B keeps dims that F
+    // merges), so one set of coordinates would address another row, or past the tensor
+    Coord cf, cb;
+    unravel(row, F.outer, cf);
+    unravel(row, B.outer, cb);
     i64 fb[NOPS], bb[NOPS];
 #pragma unroll
     for (int j = 0; j < NOPS; ++j) {
-      fb[j] = dot(c, F.op[j].outer, F.outer.rank);
-      bb[j] = dot(c, B.op[j].outer, B.outer.rank);
+      fb[j] = dot(cf, F.op[j].outer, F.outer.rank);
+      bb[j] = dot(cb, B.op[j].outer, B.outer.rank);
     }
     line_pass<T, A, MaxFlagOp<A>, GW, kRevF>(F, fop, fb, fscratch);  // winner flags
     line_pass<T, A, SegBwdOp<A>, GW, kRevB>(B, bop, bb, bscratch);   // segmented sums
