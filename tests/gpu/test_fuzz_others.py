@@ -36,10 +36,10 @@ from baracuda.softmax import (
     SparsemaxPlan,
 )
 from baracuda.softmax import reference as sparse_ref
-from baracuda.softmax.cases import TOLERANCE
 from baracuda.types import ElementKind
-from tests.gpu.test_scan_fuzz import _input, _np64, _output, _untouched
-from tests.helpers import assert_close, torch_dtype
+from tests.gpu.test_scan_fuzz import _input, _output, _untouched
+from tests.gpu.test_softmax_sparsemax import _check
+from tests.helpers import _np64, assert_close, torch_dtype
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -69,19 +69,6 @@ def _sparsemax_shape(rng: np.random.Generator) -> tuple[tuple[int, ...], int]:
     dims = [a, b]
     dims.insert(axis % 3, n)
     return tuple(dims), axis
-
-
-def _check(out: Any, want: np.ndarray, element: ElementKind, what: str) -> None:
-    """Within sparsemax's TOLERANCE of ``max(1, |want|)`` (as its own GPU tests), NaN
-    exactly where the reference has NaN."""
-    o = _np64(out)
-    assert o.shape == want.shape, what
-    nan_o, nan_w = np.isnan(o), np.isnan(want)
-    assert np.array_equal(nan_o, nan_w), f"{what}: NaN differs at " \
-        f"{np.argwhere(nan_o != nan_w)[:5].tolist()}"
-    ok = ~nan_w
-    err = np.abs(o[ok] - want[ok]) / np.maximum(1.0, np.abs(want[ok]))
-    assert not err.size or err.max() <= TOLERANCE[element], f"{what}: max err {err.max():.3g}"
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -123,16 +123,18 @@ def check_backward(kind: ScanKind, element: ElementKind, dx: Any, dy: Any, x: An
                  what=f"{kind.value}_backward {what}")  # fmt: skip
 
 
-def _magnitude(kind: ScanKind, dy: np.ndarray, x: np.ndarray, y: np.ndarray, axis: int,
-               reverse: bool) -> np.ndarray:  # fmt: skip
-    """The backward's sum with every term made non-negative."""
+def _magnitude(kind: ScanKind, dy: np.ndarray, x: np.ndarray, y: np.ndarray | None,
+               axis: int, reverse: bool, tie: TieBreak = TieBreak.FIRST) -> np.ndarray:  # fmt: skip
+    """The backward's sum with every term made non-negative (cummax/cummin: routed by
+    ``tie``)."""
     with np.errstate(all="ignore"):
         if kind is ScanKind.CUMPROD:
             ax = np.abs(x)
             ay = R.scan(kind, ax, axis, reverse)
             return np.abs(R.scan_backward(kind, np.abs(dy), x=ax, y=ay, axis=axis,
                                           reverse=reverse))  # fmt: skip
-        return np.abs(R.scan_backward(kind, np.abs(dy), x=x, y=y, axis=axis, reverse=reverse))
+        return np.abs(R.scan_backward(kind, np.abs(dy), x=x, y=y, axis=axis, reverse=reverse,
+                                      tie_break=tie))  # fmt: skip
 
 
 def launched_kernels(monkeypatch: Any) -> list[str]:
@@ -1426,11 +1428,9 @@ def test_fused_extrema_backward_operands_of_other_layouts(kind: ScanKind, elemen
                         assert names[0].startswith("scan_max_bwd_rows"), (label, names)
                     ref = R.scan_backward(kind, _np64(dy), x=_np64(x), axis=-1,
                                           reverse=reverse, tie_break=tie)  # fmt: skip
+                    mag = _magnitude(kind, _np64(dy), _np64(x), None, -1, reverse, tie)
                     assert_close(dx, ref, element, scale=max(1.0, math.sqrt(shape[2]) / 4),
-                                 magnitude=np.abs(R.scan_backward(
-                                     kind, np.abs(_np64(dy)), x=_np64(x), axis=-1,
-                                     reverse=reverse, tie_break=tie)),
-                                 what=label)  # fmt: skip
+                                 magnitude=mag, what=label)  # fmt: skip
                     if dx_dim is not None:
                         rest = torch.ones(buf.shape, dtype=torch.bool, device="cuda")
                         rest[(slice(None),) * dx_dim + (slice(1, None, 2),)] = False

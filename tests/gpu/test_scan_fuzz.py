@@ -29,7 +29,8 @@ from baracuda.scan import (
 )
 from baracuda.scan import reference as R
 from baracuda.types import ElementKind, ScanKind, TieBreak
-from tests.helpers import assert_close, torch_dtype
+from tests.gpu.test_scan import _magnitude
+from tests.helpers import _np64, assert_close, torch_dtype
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -144,10 +145,6 @@ def _untouched(buf: Any, mask: Any, fill: float, what: str) -> None:
     assert bool(same.all()), f"{what}: {int((~same).sum())} elements written outside the view"
 
 
-def _np64(t: Any) -> np.ndarray:
-    return t.detach().to("cpu", torch.float64).numpy()
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_scan_case(seed: int) -> None:
     rng = np.random.default_rng(1000 + seed)
@@ -200,14 +197,7 @@ def test_random_scan_case(seed: int) -> None:
     torch.cuda.synchronize()
     dyn, yn = _np64(dy), _np64(y)
     dref = R.scan_backward(kind, dyn, x=xn, y=yn, axis=axis, reverse=reverse, tie_break=tie)
-    with np.errstate(all="ignore"):  # the sum of the terms' magnitudes
-        if kind is ScanKind.CUMPROD:
-            ax = np.abs(xn)
-            mag = np.abs(R.scan_backward(kind, np.abs(dyn), x=ax, y=R.scan(kind, ax, axis, reverse),
-                                         axis=axis, reverse=reverse))  # fmt: skip
-        else:
-            mag = np.abs(R.scan_backward(kind, np.abs(dyn), x=xn, y=yn, axis=axis,
-                                         reverse=reverse, tie_break=tie))  # fmt: skip
+    mag = _magnitude(kind, dyn, xn, yn, axis, reverse, tie)  # the terms' magnitudes summed
     bscale = max(1.0, math.sqrt(n) / 4) * (2.0 if kind is ScanKind.CUMPROD else 1.0)
     assert_close(dx, dref, element, scale=bscale, magnitude=mag, what=f"backward {what}")
     _untouched(dxbuf, dxmask, math.nan, f"{what} dx")
