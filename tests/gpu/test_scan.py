@@ -886,7 +886,7 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
         ("strided lines", (300, 65), 0, {}, "cols" if element.itemsize == 8 else "lbcols"),
         ("strided lines, staged", (4096, 32), 0, {},
          "cols" if element.itemsize == 8 else "lbstage"),
-        # f32 takes strips there (STRIP_OPS), the others three passes
+        # f32, f16 and bf16 take strips there (STRIP_OPS), f64 three passes
         ("many strided lines", (40, 140_000), 0, {},
          "strip" if K._listed(K.STRIP_OPS, "lse", element.itemsize) else "cols"),
         ("strided, three passes", (3000, 64), 0, {"LOOKBACK": False}, "cols"),
@@ -923,6 +923,48 @@ def test_logcumsumexp_special_values(element: ElementKind, monkeypatch: Any) -> 
                 torch.logcumsumexp(xd, ax)  # fmt: skip
             assert_close(y, ref, element, scale=scale_of(ScanKind.LOGCUMSUMEXP, n),
                          what=f"{what} {shape} axis {axis} rev={reverse}")  # fmt: skip
+        monkeypatch.undo()  # the switches and the spy
+        names = launched_kernels(monkeypatch)
+
+
+# mantissa bits of each type (the unit in the last place of v is 2^(exponent - bits))
+_MANTISSA = {ElementKind.F32: 23, ElementKind.F64: 52, ElementKind.F16: 10, ElementKind.BF16: 7}
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_logcumsumexp_of_equal_values(element: ElementKind, monkeypatch: Any) -> None:
+    """logcumsumexp of lines of zeros is log k at the k-th position of the scan: each output
+    is the log of a sum that is a whole number, so this measures the outputs' log (in f32,
+    scan.cu's log_sum; in f16/bf16 the hardware log) on every forward kernel, both directions:
+    within 3 ulps of float64's log k in f32 and f64, and within 1 ulp of the stored type in
+    f16 and bf16 (its rounding), on outputs poisoned beforehand."""
+    from baracuda.scan import _kernels as K
+
+    names = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    bound = 3.0 if element.itemsize >= 4 else 1.0
+    for what, shape, axis, switches, kernel in _lse_paths(element):
+        for key, value in switches.items():
+            monkeypatch.setattr(K, key, value)
+        ax = axis % len(shape)
+        n = shape[ax]
+        x = torch.zeros(shape, device="cuda", dtype=dt)
+        for reverse in (False, True):
+            names.clear()
+            y, _ = run_forward(ScanKind.LOGCUMSUMEXP, x, axis, reverse)
+            assert f"scan_lse_{kernel}" in names or (
+                kernel in ("coop", "rounds") and f"scan_lse_{kernel}rev" in names
+            ), (what, names)
+            want = np.log(np.arange(1, n + 1, dtype=np.float64))
+            want = want[::-1] if reverse else want
+            got = np.moveaxis(_np64(y), ax, -1)
+            # the ulp of log k (k >= 2; log 1 = 0 must come out exactly)
+            ulp = np.exp2(np.floor(np.log2(np.maximum(want, 1e-300))) - _MANTISSA[element])
+            err = np.abs(got - want) / ulp
+            worst = float(err.max()) if err.size else 0.0
+            assert worst <= bound and not np.isnan(got).any(), (
+                f"{what} {shape} axis {axis} rev={reverse}: {worst:.2f} ulps"
+                f" at {np.unravel_index(int(err.argmax()), err.shape)}")  # fmt: skip
         monkeypatch.undo()  # the switches and the spy
         names = launched_kernels(monkeypatch)
 

@@ -233,24 +233,55 @@ __device__ __forceinline__ LseRun<A> shfl_idx(LseRun<A> x, int s) {
   return {shfl_idx(x.m, s), shfl_idx(x.s, s)};
 }
 
-// exp of an argument <= 0 for a run's terms: the hardware exp below f64 (__expf: relative
-// error about 2^-21 + |x| 2^-24; a term exp(x) <= 1 adds at most about 1.3e-7 to s >= 1,
-// where the largest, x = -1, moves log s by 1.3e-7 / s), the accurate one in f64.
+// exp of an argument <= 0 for a run's terms: the hardware exp below f64 (ex2.approx.ftz of
+// x log2(e), as __expf without its fix-up of results below 2^-126, which flush to 0: such a
+// term cannot move a sum s >= 1; relative error about 2^-21 + |x| 2^-24; a term exp(x) <= 1
+// adds at most about 1.3e-7 to s >= 1, where the largest, x = -1, moves log s by
+// 1.3e-7 / s), the accurate one in f64.
 template <typename A>
 __device__ __forceinline__ A lse_exp(A x) {
-  if constexpr (sizeof(A) == 4)
-    return __expf(x);
-  else
+  if constexpr (sizeof(A) == 4) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896341f));
+    return r;
+  } else {
     return exp(x);
+  }
 }
 
-// log of s >= 1 for an output: the hardware log (__logf: absolute error about 2^-21.4 over
-// s's range) when values are stored in 2 bytes (f16, bf16: 2^-11 / 2^-8 per stored value),
-// the accurate one otherwise (f32, f64).
+// log of a run's sum s (>= 1; 0 for the empty run, whose m is -inf; or NaN) in f32: logf's
+// reduction and polynomial (s = 2^i m, m in [2/3, 4/3), log s = i log 2 + log1p(m - 1), within
+// 1 ulp) without its branches for zero, negative, denormal and infinite arguments, which s
+// never is; NaN passes through. About half of logf's instructions.
+__device__ __forceinline__ float log_sum(float s) {
+  const int b = __float_as_int(s);
+  const int e = (b - 0x3f2aaaab) & (int)0xff800000;
+  const float f = __int_as_float(b - e) - 1.0f;
+  float r = fmaf(-0.130188569f, f, 0.140846103f);
+  r = fmaf(r, f, -0.121486276f);
+  r = fmaf(r, f, 0.139806107f);
+  r = fmaf(r, f, -0.166842356f);
+  r = fmaf(r, f, 0.200122997f);
+  r = fmaf(r, f, -0.249996692f);
+  r = fmaf(r, f, 0.333331823f);
+  r = fmaf(r, f, -0.5f);
+  r = fmaf(r * f, f, f);
+  r = fmaf((float)e * 1.1920928955078125e-7f, 0.693147182f, r);
+  return s == s ? r : s;
+}
+
+// log of s for an output: the hardware log (lg2.approx.ftz times log 2, as __logf without
+// its fix-up of denormal arguments, which s never is: absolute error about 2^-21.4 over s's
+// range) when values are stored in 2 bytes (f16, bf16: 2^-11 / 2^-8 per stored value),
+// log_sum in f32 and the accurate log in f64.
 template <typename A>
 __device__ __forceinline__ A log_run(A s) {
-  if constexpr (sizeof(BC_T) == 2)
-    return __logf(s);
+  if constexpr (sizeof(BC_T) == 2) {
+    float r;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(s));
+    return r * 0.693147180559945309f;
+  } else if constexpr (sizeof(A) == 4)
+    return log_sum(s);
   else
     return log(s);
 }
@@ -272,14 +303,15 @@ struct LseOp {
   // the run of l's elements then r's: the smaller maximum's sum rescaled by one exp <= 1
   // (equal maxima, infinities included, add; NaN in either gives NaN in s)
   __device__ Run join(const Run& l, const Run& r) const {
-    const bool eq = l.m == r.m, lbig = l.m > r.m;
-    const A e = lse_exp(eq ? A(0) : lbig ? r.m - l.m : l.m - r.m);
+    const bool lbig = l.m > r.m;
+    const A e = lse_exp(-fabs(l.m == r.m ? A(0) : l.m - r.m));
     return lbig ? Run{l.m, r.s * e + l.s} : Run{r.m, l.s * e + r.s};
   }
-  __device__ void push(Run& r, A v) const {  // join(r, run(v)), one compare fewer
-    const A d = v == r.m ? A(0) : v - r.m;
-    const A e = lse_exp(-fabs(d));
-    const bool up = d > A(0);
+  // join(r, run(v)), one compare fewer; the new maximum from v and r.m alone, so that the
+  // chain from one push to the next is a compare and a select
+  __device__ void push(Run& r, A v) const {
+    const bool up = v > r.m;
+    const A e = lse_exp(-fabs(v == r.m ? A(0) : v - r.m));
     r.s = up ? r.s * e + A(1) : r.s + e;
     r.m = up ? v : r.m;
   }
