@@ -320,11 +320,14 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
 # logcumsumexp backward bf16 145.4 vs 366.2, f32 356.8 vs 356.8 (round 35, its row groups'
 # factors and carry in double: 203.7 vs 357.3, and 5-7e-6 of max(1, |dx|) vs 3.1e-5 against
 # float64). logcumsumexp strips took f32 130.8 vs 146.8 us but bf16 132.0 vs 129.7 (an exp
-# in each position's chain on 8 warps an SM), so only f32 takes them. Read at each launch.
+# in each position's chain on 8 warps an SM), so only f32 took them; since round 41 (its
+# runs' exp and log without fix-ups, scan.cu lse_exp and log_run) bf16 takes them too:
+# 67.8 vs 108.8 us (f16 68.3 vs 108.6), f32 83.3 (129.3 before). f64 keeps three passes
+# (not measured). Read at each launch.
 STRIP = True
 _ANY_SIZE = (2, 4, 8)
 STRIP_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (
-    ("sum", _ANY_SIZE), ("prod", _ANY_SIZE), ("max", _ANY_SIZE), ("lse", (4,)),
+    ("sum", _ANY_SIZE), ("prod", _ANY_SIZE), ("max", _ANY_SIZE), ("lse", (2, 4)),
     ("prod_bwd", _ANY_SIZE), ("lse_bwd", _ANY_SIZE), ("maxflag", _ANY_SIZE),
     ("seg_bwd", _ANY_SIZE),
 )  # fmt: skip
