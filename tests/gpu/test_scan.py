@@ -1784,6 +1784,50 @@ def _strip_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[st
     return cases
 
 
+@pytest.mark.parametrize("element", [ElementKind.BF16, ElementKind.F16], ids=lambda e: e.value)
+def test_strip_indices_of_any_alignment(element: ElementKind, monkeypatch: Any) -> None:
+    """cummax/cummin in strips of a 2-byte type store a lane's two int64 indices in one
+    16-byte store where they are aligned, else one store each: indices in a view 8 bytes into
+    its buffer (none aligned) and in rows of an odd stride (every other row aligned), both
+    tie breaks and directions, with ties in x: values and indices exact against the float64
+    reference, and nothing written outside the view."""
+    n, lines = 300, 128 * 3
+    x = torch.randint(-6, 7, (n, lines), device="cuda").to(torch_dtype(element))
+    xn = _np64(x)
+    seen = launched_kernels(monkeypatch)
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    s = stream()
+    for layout in ("8 bytes in", "odd row stride"):
+        for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
+            for tie in (TieBreak.FIRST, TieBreak.LAST):
+                for reverse in (False, True):
+                    label = f"{layout} {kind.value} {tie.value} rev={reverse}"
+                    buf = torch.full((n * (lines + 1) + 1,), -7, dtype=torch.int64, device="cuda")
+                    if layout == "8 bytes in":
+                        idx = buf[1:1 + n * lines].view(n, lines)
+                    else:
+                        idx = buf[:n * (lines + 1)].view(n, lines + 1)[:, :lines]
+                    y = poisoned((n, lines), element)
+                    desc = ScanDescriptor(kind, (n, lines), 0, element, reverse, tie)
+                    plan = ScanPlan.select(s, desc)
+                    ws = bc.Workspace.allocate(plan.workspace_size(), s)
+                    seen.clear()
+                    plan.run(s, ws, ScanArgs(x, y, idx))
+                    torch.cuda.synchronize()
+                    assert seen == ["scan_max_strip"], (label, seen)
+                    rv, ri = R.scan(kind, xn, 0, reverse, tie)
+                    np.testing.assert_array_equal(_np64(y), np.asarray(rv), err_msg=label)
+                    np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(ri),
+                                                  err_msg=label)  # fmt: skip
+                    outside = torch.ones_like(buf, dtype=torch.bool)
+                    outside[idx.storage_offset() + torch.arange(n, device="cuda")[:, None]
+                            * idx.stride(0) + torch.arange(lines, device="cuda")] = False
+                    assert bool((buf[outside] == -7).all()), label
+
+
 @pytest.mark.parametrize("wide", [False, True], ids=["256", "512"])
 @pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
