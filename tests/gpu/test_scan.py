@@ -893,38 +893,51 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
     ]
 
 
-@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
-def test_logcumsumexp_special_values(element: ElementKind, monkeypatch: Any) -> None:
-    """logcumsumexp on every forward kernel (each case asserts the kernel it runs), both
-    directions, on lines of -inf runs, all -inf, +inf, NaN, huge and tiny exps: equal to
-    torch's float64 logcumsumexp of the same values (NaN and infinities in the same places,
-    finite values within tolerance), on outputs poisoned beforehand."""
+def _lse_path_runs(element: ElementKind, monkeypatch: Any,
+                   make_x: Callable[[tuple[int, ...], int], Any]) -> Any:  # fmt: skip
+    """logcumsumexp forward on each launch of ``_lse_paths`` with its switches set, both
+    directions, on outputs poisoned beforehand: yields (label, x, ax, reverse, y) once the
+    launch is checked to have run the path's kernel. ``make_x(shape, ax)``: the input."""
     from baracuda.scan import _kernels as K
 
     names = launched_kernels(monkeypatch)
-    dt = torch_dtype(element)
     for what, shape, axis, switches, kernel in _lse_paths(element):
         for key, value in switches.items():
             monkeypatch.setattr(K, key, value)
         ax = axis % len(shape)
-        n = shape[ax]
-        other = tuple(d for i, d in enumerate(shape) if i != ax)
-        lines = _lse_special_lines(math.prod(other), n, 50)
-        xn = np.moveaxis(lines.reshape(*other, n), -1, ax)
-        x = torch.from_numpy(np.ascontiguousarray(xn)).to("cuda", dt)
-        xd = x.to("cpu", torch.float64)
+        x = make_x(shape, ax)
         for reverse in (False, True):
             names.clear()
             y, _ = run_forward(ScanKind.LOGCUMSUMEXP, x, axis, reverse)
             assert f"scan_lse_{kernel}" in names or (
                 kernel in ("coop", "rounds") and f"scan_lse_{kernel}rev" in names
             ), (what, names)
-            ref = torch.logcumsumexp(xd.flip(ax), ax).flip(ax) if reverse else \
-                torch.logcumsumexp(xd, ax)  # fmt: skip
-            assert_close(y, ref, element, scale=scale_of(ScanKind.LOGCUMSUMEXP, n),
-                         what=f"{what} {shape} axis {axis} rev={reverse}")  # fmt: skip
+            yield f"{what} {shape} axis {axis} rev={reverse}", x, ax, reverse, y
         monkeypatch.undo()  # the switches and the spy
         names = launched_kernels(monkeypatch)
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_logcumsumexp_special_values(element: ElementKind, monkeypatch: Any) -> None:
+    """logcumsumexp on every forward kernel (each case asserts the kernel it runs), both
+    directions, on lines of -inf runs, all -inf, +inf, NaN, huge and tiny exps: equal to
+    torch's float64 logcumsumexp of the same values (NaN and infinities in the same places,
+    finite values within tolerance), on outputs poisoned beforehand."""
+    dt = torch_dtype(element)
+
+    def make(shape: tuple[int, ...], ax: int) -> Any:
+        n = shape[ax]
+        other = tuple(d for i, d in enumerate(shape) if i != ax)
+        lines = _lse_special_lines(math.prod(other), n, 50)
+        xn = np.moveaxis(lines.reshape(*other, n), -1, ax)
+        return torch.from_numpy(np.ascontiguousarray(xn)).to("cuda", dt)
+
+    for label, x, ax, reverse, y in _lse_path_runs(element, monkeypatch, make):
+        xd = x.to("cpu", torch.float64)
+        ref = torch.logcumsumexp(xd.flip(ax), ax).flip(ax) if reverse else \
+            torch.logcumsumexp(xd, ax)  # fmt: skip
+        assert_close(y, ref, element, scale=scale_of(ScanKind.LOGCUMSUMEXP, x.shape[ax]),
+                     what=label)  # fmt: skip
 
 
 # mantissa bits of each type (the unit in the last place of v is 2^(exponent - bits))
@@ -940,35 +953,22 @@ def test_logcumsumexp_of_equal_values(element: ElementKind, monkeypatch: Any) ->
     as logs, each rounded: the cooperative kernel measured 7.6 ulps in f32 and 5.0 in f64),
     and within 1 ulp of the stored type in f16 and bf16 (its rounding), on outputs poisoned
     beforehand."""
-    from baracuda.scan import _kernels as K
-
-    names = launched_kernels(monkeypatch)
     dt = torch_dtype(element)
     bound = 8.0 if element.itemsize >= 4 else 1.0
-    for what, shape, axis, switches, kernel in _lse_paths(element):
-        for key, value in switches.items():
-            monkeypatch.setattr(K, key, value)
-        ax = axis % len(shape)
-        n = shape[ax]
-        x = torch.zeros(shape, device="cuda", dtype=dt)
-        for reverse in (False, True):
-            names.clear()
-            y, _ = run_forward(ScanKind.LOGCUMSUMEXP, x, axis, reverse)
-            assert f"scan_lse_{kernel}" in names or (
-                kernel in ("coop", "rounds") and f"scan_lse_{kernel}rev" in names
-            ), (what, names)
-            want = np.log(np.arange(1, n + 1, dtype=np.float64))
-            want = want[::-1] if reverse else want
-            got = np.moveaxis(_np64(y), ax, -1)
-            # the ulp of log k (k >= 2; log 1 = 0 must come out exactly)
-            ulp = np.exp2(np.floor(np.log2(np.maximum(want, 1e-300))) - _MANTISSA[element])
-            err = np.abs(got - want) / ulp
-            worst = float(err.max()) if err.size else 0.0
-            assert worst <= bound and not np.isnan(got).any(), (
-                f"{what} {shape} axis {axis} rev={reverse}: {worst:.2f} ulps"
-                f" at {np.unravel_index(int(err.argmax()), err.shape)}")  # fmt: skip
-        monkeypatch.undo()  # the switches and the spy
-        names = launched_kernels(monkeypatch)
+
+    def zeros(shape: tuple[int, ...], ax: int) -> Any:
+        return torch.zeros(shape, device="cuda", dtype=dt)
+
+    for label, x, ax, reverse, y in _lse_path_runs(element, monkeypatch, zeros):
+        want = np.log(np.arange(1, x.shape[ax] + 1, dtype=np.float64))
+        want = want[::-1] if reverse else want
+        got = np.moveaxis(_np64(y), ax, -1)
+        # the ulp of log k (k >= 2; log 1 = 0 must come out exactly)
+        ulp = np.exp2(np.floor(np.log2(np.maximum(want, 1e-300))) - _MANTISSA[element])
+        err = np.abs(got - want) / ulp
+        worst = float(err.max()) if err.size else 0.0
+        assert worst <= bound and not np.isnan(got).any(), (
+            f"{label}: {worst:.2f} ulps at {np.unravel_index(int(err.argmax()), err.shape)}")
 
 
 def _lines_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, int]]:

@@ -252,7 +252,7 @@ __device__ __forceinline__ A lse_exp(A x) {
 // log of a run's sum s (>= 1; 0 for the empty run, whose m is -inf; or NaN) in f32: logf's
 // reduction and polynomial (s = 2^i m, m in [2/3, 4/3), log s = i log 2 + log1p(m - 1), within
 // 1 ulp) without its branches for zero, negative, denormal and infinite arguments, which s
-// never is; NaN passes through. About half of logf's instructions.
+// never is; NaN passes through. About two thirds of logf's instructions.
 __device__ __forceinline__ float log_sum(float s) {
   const int b = __float_as_int(s);
   const int e = (b - 0x3f2aaaab) & (int)0xff800000;
