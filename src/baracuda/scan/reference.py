@@ -6,7 +6,9 @@ all blocks at once, then the same over the block totals), so it is vectorised fo
 shape: about two passes of elementwise work over the data plus a sixteenth of that per
 level. The running extremum of cummax/cummin (and the scan of its winners' positions) is
 exact whatever the order, so on NumPy and torch arrays it is their own accumulation
-(``_running``). Half types are computed in float32 and rounded once, f64 in f64.
+(``_running``); cumsum and cumprod (and the cumsum backward) on torch arrays are torch's own,
+which on a CPU accumulates in double (``_sum_or_product``). Half types are computed in
+float32 and rounded once, f64 in f64.
 """
 
 from __future__ import annotations
@@ -217,6 +219,23 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
     return v, (n - 1 - at) if reverse else at
 
 
+def _sum_or_product(xp: Any, a: Any, product: bool) -> Any:
+    """The running sum / product along the last axis of ``a``: on torch arrays torch's own
+    (on a CPU it accumulates in double and rounds once: f32 512 x 4096 on a 2-core CPU 0.8
+    against 5.7 ms, and over 4 x 2^20 N(0, 1) 6.0e-8 against 2.6e-4 of max(1, |ref|) for the
+    blocked scan); else the blocked scan (on NumPy as fast as ``np.cumsum``, and more
+    accurate than its float32 accumulation: 2.6e-4 against 3.2e-3 there). Infinities and NaN
+    are IEEE either way; a double running value can pass a float32 overflow (or underflow)
+    and come back, which is the exact result."""
+    if is_torch_namespace(xp):
+        import torch
+
+        return (torch.cumprod if product else torch.cumsum)(a, dim=-1)
+    if product:
+        return _assoc_scan(xp, (a,), lambda e, t: (e[0] * t[0],))[0]
+    return _assoc_scan(xp, (a,), lambda e, t: (e[0] + t[0],))[0]
+
+
 def _linrec(xp: Any, a: Any, b: Any) -> Any:
     """Exclusive ``b`` of the linear recurrence h = a h_prev + b (scan along the last axis)."""
 
@@ -269,10 +288,8 @@ def _scan(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBreak)
             return y, xp.empty(x.shape, dtype=xp.int64, device=device(x))
         return y
     xa = _to_last(xp, to_acc(xp, x), ax, reverse)
-    if kind is ScanKind.CUMSUM:
-        (ya,) = _assoc_scan(xp, (xa,), lambda e, t: (e[0] + t[0],))
-    elif kind is ScanKind.CUMPROD:
-        (ya,) = _assoc_scan(xp, (xa,), lambda e, t: (e[0] * t[0],))
+    if kind in (ScanKind.CUMSUM, ScanKind.CUMPROD):
+        ya = _sum_or_product(xp, xa, kind is ScanKind.CUMPROD)
     elif kind is ScanKind.LOGCUMSUMEXP:
         (ya,) = _assoc_scan(xp, (xa,), lambda e, t: (_log_add_exp(xp, e[0], t[0]),))
     else:
@@ -319,7 +336,7 @@ def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: 
 
     g = last(dy)
     if kind is ScanKind.CUMSUM:
-        (out,) = _assoc_scan(xp, (g,), lambda e, t: (e[0] + t[0],))
+        out = _sum_or_product(xp, g, False)
     elif kind is ScanKind.CUMPROD:
         xa, ya = last(x), last(y)
         q_next = _linrec(xp, xa, xa * g)  # Q_{i+1}
