@@ -204,6 +204,14 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
     latest win's scan position by a scan of ``maximum``, and the values taken at those
     positions (the winner's own, signed zeros included)."""
     n = xa.shape[-1]
+    if last and is_torch_namespace(xp):
+        # torch's own cummax/cummin is this monoid with the last tie break: a NaN always
+        # wins, else x >= (<=) the running value, against a NaN none (f32 512 x 4096 on a
+        # 2-core CPU: 1.1 ms against 8-13 for the scans below)
+        import torch
+
+        v, at = (torch.cummin if is_min else torch.cummax)(xa, dim=-1)
+        return v, (n - 1 - at) if reverse else at
     run, won = _wins_along(xp, xa, is_min, last)
     # scan positions in int32 where they fit (half the bytes of the scan)
     q = xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64, device=device(xa))
