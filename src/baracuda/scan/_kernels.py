@@ -322,8 +322,9 @@ def _stage_bytes(ch: Chunking, itemsize: int) -> int:
 # float64). logcumsumexp strips took f32 130.8 vs 146.8 us but bf16 132.0 vs 129.7 (an exp
 # in each position's chain on 8 warps an SM), so only f32 took them; since round 41 (its
 # runs' exp and log without fix-ups, scan.cu lse_exp and log_run) bf16 takes them too:
-# 67.8 vs 108.8 us (f16 68.3 vs 108.6), f32 83.3 (129.3 before). f64 keeps three passes
-# (not measured). Read at each launch.
+# 67.8 vs 108.8 us (f16 68.3 vs 108.6), f32 83.3 (129.3 before). f64 keeps three passes:
+# its strips (the accurate exp and log in double) took 557.8 vs 416.1 us, 1024 x 8192 155.0 vs
+# 135.0, 512 x 32768 303.0 vs 272.0. Read at each launch.
 STRIP = True
 _ANY_SIZE = (2, 4, 8)
 STRIP_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (
