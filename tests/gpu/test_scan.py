@@ -1784,13 +1784,16 @@ def _strip_cases(element: ElementKind, dt: Any, kind: ScanKind) -> list[tuple[st
     return cases
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["256", "512"])
 @pytest.mark.parametrize("element", [ElementKind.BF16, ElementKind.F16], ids=lambda e: e.value)
-def test_strip_indices_of_any_alignment(element: ElementKind, monkeypatch: Any) -> None:
+def test_strip_indices_of_any_alignment(element: ElementKind, wide: bool,
+                                        monkeypatch: Any) -> None:  # fmt: skip
     """cummax/cummin in strips of a 2-byte type store a lane's two int64 indices in one
     16-byte store where they are aligned, else one store each: indices in a view 8 bytes into
     its buffer (none aligned) and in rows of an odd stride (every other row aligned), both
-    tie breaks and directions, with ties in x: values and indices exact against the float64
-    reference, and nothing written outside the view."""
+    tie breaks and directions, with ties in x, in blocks of 256 and of 512 threads
+    (STRIP_512_OPS): values and indices exact against the float64 reference, and nothing
+    written outside the view."""
     n, lines = 300, 128 * 3
     x = torch.randint(-6, 7, (n, lines), device="cuda").to(torch_dtype(element))
     xn = _np64(x)
@@ -1799,6 +1802,8 @@ def test_strip_indices_of_any_alignment(element: ElementKind, monkeypatch: Any) 
 
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_512_OPS", (("max", (2,)),) if wide else ())
+    want = "scan_max_strip512" if wide else "scan_max_strip"
     s = stream()
     for layout in ("8 bytes in", "odd row stride"):
         for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
@@ -1817,7 +1822,7 @@ def test_strip_indices_of_any_alignment(element: ElementKind, monkeypatch: Any) 
                     seen.clear()
                     plan.run(s, ws, ScanArgs(x, y, idx))
                     torch.cuda.synchronize()
-                    assert seen == ["scan_max_strip"], (label, seen)
+                    assert seen == [want], (label, seen)
                     rv, ri = R.scan(kind, xn, 0, reverse, tie)
                     np.testing.assert_array_equal(_np64(y), np.asarray(rv), err_msg=label)
                     np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(ri),

@@ -5113,6 +5113,8 @@ BC_SCAN_SEG_WIDE_ENTRY(seg_bwd, SegBwdOp, sizeof(BC_T) == 2 ? 2 : 3)
 BC_SCAN_SEG_ENTRY(maxflag, MaxFlagOp)
 BC_SCAN_STRIP_ENTRY(seg_bwd, SegBwdOp)
 BC_SCAN_STRIP_ENTRY(maxflag, MaxFlagOp)
+BC_SCAN_STRIP512_ENTRY(seg_bwd, SegBwdOp)
+BC_SCAN_STRIP512_ENTRY(maxflag, MaxFlagOp)
 BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC, 1>(f, b);
 }
