@@ -3494,6 +3494,16 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
   [[maybe_unused]] const unsigned char* fsrc = nullptr;
   if constexpr (Op::kAuxOut)
     aux_base = dot(c, P.op[AUX].outer, P.outer.rank) + col * C;
+  // kFlagOut ops (the winner flags alone, no OUT): this lane's flag bytes of scan position 0
+  // and the step to the next position, as the outputs' (not an int64 offset a position)
+  [[maybe_unused]] unsigned char* fdst = nullptr;
+  [[maybe_unused]] i64 fout_step = 0;
+  if constexpr (kFlagOut<Op>) {
+    fout_step = dir * P.op[AUX].axis_stride;
+    fdst = static_cast<unsigned char*>(P.op[AUX].ptr) + dot(c, P.op[AUX].outer, P.outer.rank) +
+           col * C;
+    if (P.reverse) fdst -= (n - 1) * fout_step;
+  }
   if constexpr (Op::kAuxIn) {
     fstep = dir * P.op[AUX].axis_stride;
     fsrc = static_cast<const unsigned char*>(P.op[AUX].ptr) + dot(c, P.op[AUX].outer,
@@ -3680,6 +3690,18 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
       A a[NI][C];
       A nb[C];
       inputs(i, a);
+      if constexpr (kFlagOut<Op>) {
+        // a byte a line: whether scan position row0 + i is its own running winner (the
+        // generic path below took about 45 instructions a position in f32: the int64
+        // physical offset, and the tests of which outputs the launch has)
+        unsigned char* f = fdst + (row0 + i) * fout_step;
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+          const S excl = i ? op.combine(pre_of(j), v[i - 1][j]) : pre_of(j);
+          f[j] = op.own(excl, &a[0][j], row0 + i) ? 1 : 0;
+        }
+        return;
+      }
       if constexpr (Op::kNb) neighbour(i, nb);
       T o[C];
       // int64 indices of two lines a lane (2-byte types): stored together below
@@ -5113,8 +5135,6 @@ BC_SCAN_SEG_WIDE_ENTRY(seg_bwd, SegBwdOp, sizeof(BC_T) == 2 ? 2 : 3)
 BC_SCAN_SEG_ENTRY(maxflag, MaxFlagOp)
 BC_SCAN_STRIP_ENTRY(seg_bwd, SegBwdOp)
 BC_SCAN_STRIP_ENTRY(maxflag, MaxFlagOp)
-BC_SCAN_STRIP512_ENTRY(seg_bwd, SegBwdOp)
-BC_SCAN_STRIP512_ENTRY(maxflag, MaxFlagOp)
 BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC, 1>(f, b);
 }
