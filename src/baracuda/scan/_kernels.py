@@ -346,8 +346,8 @@ STRIP_STAGED: dict[str, int] = {"sum": 1, "prod": 1, "max": 1, "lse": 1, "prod_b
 # winner flags' own store (round 42) its first pass is faster in 256 threads (f32 139.8 vs
 # 151.7 us, bf16 102.6 vs 118.8, f64 252.4 vs 296.9), and its second gains nothing in 512
 # (f32 139.0 vs 140.0, 1024 x 8192 45.8 vs 46.0, 512 x 32768 94.1 vs 94.0). logcumsumexp
-# lost in both (round 42, since its runs' cheaper exp and log: f32 103.3 vs
-# 83.7, bf16 100.6 vs 67.5), and has no such entry.
+# lost in 512 both times (round 34: f32 152.1 vs 130.2; round 42, with its runs' cheaper
+# exp and log: f32 103.3 vs 83.7, bf16 100.6 vs 67.5), and has no such entry.
 STRIP_512_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("max", (2, 4)), ("lse_bwd", _ANY_SIZE))
 STRIP_512_ENTRY_OPS = ("max", "lse_bwd")  # the ops with a strip512 entry
 

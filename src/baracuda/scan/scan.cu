@@ -3494,8 +3494,9 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
   [[maybe_unused]] const unsigned char* fsrc = nullptr;
   if constexpr (Op::kAuxOut)
     aux_base = dot(c, P.op[AUX].outer, P.outer.rank) + col * C;
-  // kFlagOut ops (the winner flags alone, no OUT): this lane's flag bytes of scan position 0
-  // and the step to the next position, as the outputs' (not an int64 offset a position)
+  // kFlagOut ops (the winner flags alone: their launches always have AUX and never OUT,
+  // _kernels._strip_operands): this lane's flag bytes of scan position 0 and the step to the
+  // next position, as the outputs' (not an int64 offset a position)
   [[maybe_unused]] unsigned char* fdst = nullptr;
   [[maybe_unused]] i64 fout_step = 0;
   if constexpr (kFlagOut<Op>) {
