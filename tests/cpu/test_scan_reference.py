@@ -157,6 +157,48 @@ class _Wrapped:
         return getattr(self._xp, name)
 
 
+def _untied(rng: Any, n: int) -> Any:
+    """Rows of distinct values (one zero, one of each infinity) with NaN among them: no value
+    equals another, so none ties the running extremum before it."""
+    x = np.stack([rng.permutation(n).astype(np.float64) - n // 2 for _ in range(3)])
+    x[0, rng.integers(0, n, 2)] = np.nan
+    if n >= 4:
+        x[1, 1], x[1, 3] = np.inf, -np.inf
+        x[2, rng.integers(0, n, 3)] = np.nan
+    return x
+
+
+def test_torch_first_tie_break_without_ties_takes_torchs_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """On torch arrays, cummax/cummin with the first tie break take torch's own result where
+    no value ties the running extremum before it (the same winners), else the two scans:
+    both against the monoid position by position."""
+    calls: list[int] = []
+    real = R._wins_along
+
+    def spy(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(R, "_wins_along", spy)
+    rng = np.random.default_rng(7)
+    tied = rng.integers(-2, 3, (3, 50)).astype(np.float64)
+    for x, scans in ((_untied(rng, 50), False), (tied, True),
+                     (np.array([[-0.0, 0.0, 0.0, -0.0]]), True)):  # fmt: skip
+        for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
+            for reverse in (False, True):
+                calls.clear()
+                v, idx = R.scan(kind, torch.from_numpy(x.copy()), -1, reverse, TieBreak.FIRST)
+                assert bool(calls) == scans, (x, kind, reverse)
+                xs = x[:, ::-1] if reverse else x
+                wv, wi = _extremum_by_loop(xs, kind is ScanKind.CUMMIN, False)
+                if reverse:
+                    wv, wi = wv[:, ::-1], (x.shape[1] - 1 - wi)[:, ::-1]
+                np.testing.assert_array_equal(idx.numpy(), wi)
+                np.testing.assert_array_equal(v.numpy(), wv)
+                assert np.array_equal(np.signbit(v.numpy()), np.signbit(wv))
+
+
 @pytest.mark.parametrize("space", ["numpy", "torch", "generic", "without_take_along_axis"])
 @pytest.mark.parametrize("n", [1, 2, 17, 64, 65, 300])
 def test_extremum_matches_the_monoid_one_position_at_a_time(
@@ -175,7 +217,7 @@ def test_extremum_matches_the_monoid_one_position_at_a_time(
     rng = np.random.default_rng(n)
     specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
     for x in (specials[rng.integers(0, len(specials), (3, n))],
-              rng.integers(-2, 3, (3, n)).astype(np.float64)):  # fmt: skip
+              rng.integers(-2, 3, (3, n)).astype(np.float64), _untied(rng, n)):  # fmt: skip
         xin = torch.from_numpy(x.copy()) if space == "torch" else x
         for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
             for tie in TieBreak:
