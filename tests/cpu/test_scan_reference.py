@@ -51,22 +51,34 @@ def special_input(kind: ScanKind, shape: tuple[int, ...], seed: int) -> Any:
     return x
 
 
+def _lib(a: Any, lib: str) -> Any:
+    """``a`` (a NumPy array or a CPU tensor) as an array of ``lib``."""
+    a = a.detach().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+    return torch.from_numpy(a.copy()) if lib == "torch" else a
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("dim", [0, 1, -1])
-def test_forward_and_backward_match_torch(kind: ScanKind, reverse: bool, dim: int) -> None:
+def test_forward_and_backward_match_torch(kind: ScanKind, reverse: bool, dim: int,
+                                          lib: str) -> None:  # fmt: skip
+    """The reference on NumPy and on torch arrays (which take torch's own scans in places)
+    against torch autograd."""
     x = special_input(kind, (4, 6, 9), 1).requires_grad_(True)
     y, idx = torch_scan(kind, x, dim, reverse)
     dy = torch.randn(y.shape, dtype=torch.float64)
     (gx,) = torch.autograd.grad(y, x, dy)
-    xn, yn = x.detach().numpy(), y.detach().numpy()
+    xn, yn = _lib(x, lib), _lib(y, lib)
     out = R.scan(kind, xn, dim, reverse, TieBreak.LAST)
     if idx is not None:
         np.testing.assert_array_equal(np.asarray(out[1]), idx.numpy())
         out = out[0]
-    np.testing.assert_allclose(out, yn, rtol=1e-12, atol=1e-12, equal_nan=True)
-    dx = R.scan_backward(kind, dy.numpy(), x=xn, y=yn, axis=dim, reverse=reverse,
+    np.testing.assert_allclose(np.asarray(out), y.detach().numpy(), rtol=1e-12, atol=1e-12,
+                               equal_nan=True)  # fmt: skip
+    dx = R.scan_backward(kind, _lib(dy, lib), x=xn, y=yn, axis=dim, reverse=reverse,
                          tie_break=TieBreak.LAST)  # fmt: skip
+    dx = np.asarray(dx)
     truth = gx.numpy()
     if kind is ScanKind.LOGCUMSUMEXP:
         # PyTorch gives NaN where the whole prefix is -inf; we give 0 (no inf - inf)
@@ -76,15 +88,16 @@ def test_forward_and_backward_match_torch(kind: ScanKind, reverse: bool, dim: in
     np.testing.assert_allclose(dx, truth, rtol=1e-10, atol=1e-10, equal_nan=True)
 
 
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
 @pytest.mark.parametrize("kind", [ScanKind.CUMMAX, ScanKind.CUMMIN], ids=lambda k: k.value)
 @pytest.mark.parametrize("reverse", [False, True])
-def test_tie_break_first(kind: ScanKind, reverse: bool) -> None:
+def test_tie_break_first(kind: ScanKind, reverse: bool, lib: str) -> None:
     x = np.array([[1.0, 3.0, 3.0, 0.0, 3.0, 5.0, 5.0]])
     if kind is ScanKind.CUMMIN:
         x = -x
     if reverse:
         x = x[:, ::-1].copy()
-    _, idx = R.scan(kind, x, -1, reverse, TieBreak.FIRST)
+    _, idx = R.scan(kind, _lib(x, lib), -1, reverse, TieBreak.FIRST)
     want = np.array([[0, 1, 1, 1, 1, 5, 5]])
     if reverse:
         want = (6 - want)[:, ::-1]
@@ -92,18 +105,20 @@ def test_tie_break_first(kind: ScanKind, reverse: bool) -> None:
     dy = np.arange(1.0, 8.0)[None, :]
     if reverse:
         dy = dy[:, ::-1].copy()
-    dx = np.asarray(R.scan_backward(kind, dy, x=x, axis=-1, reverse=reverse))
+    dx = np.asarray(R.scan_backward(kind, _lib(dy, lib), x=_lib(x, lib), axis=-1,
+                                    reverse=reverse))  # fmt: skip
     want_dx = np.array([[1.0, 2 + 3 + 4 + 5, 0, 0, 0, 6 + 7, 0]])
     if reverse:
         want_dx = want_dx[:, ::-1]
     np.testing.assert_array_equal(dx, want_dx)
 
 
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
 @pytest.mark.parametrize("kind", [ScanKind.CUMMAX, ScanKind.CUMMIN], ids=lambda k: k.value)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("n", [4, 37, 300, 1100])
 def test_extremum_backward_keeps_inf_and_nan_of_dy_in_their_segment(
-    kind: ScanKind, reverse: bool, n: int
+    kind: ScanKind, reverse: bool, n: int, lib: str
 ) -> None:
     """An infinite or NaN upstream gradient reaches its own running winner only: torch's
     scatter-add of dy into the winners, where a segmented sum carried as a linear recurrence
@@ -121,7 +136,7 @@ def test_extremum_backward_keeps_inf_and_nan_of_dy_in_their_segment(
     y, _ = torch_scan(kind, x, 1, reverse)
     (gx,) = torch.autograd.grad(y, x, dy)
     with np.errstate(invalid="ignore"):  # inf - inf where a segment holds both
-        dx = R.scan_backward(kind, dy.numpy(), x=x.detach().numpy(), axis=1, reverse=reverse,
+        dx = R.scan_backward(kind, _lib(dy, lib), x=_lib(x, lib), axis=1, reverse=reverse,
                              tie_break=TieBreak.LAST)  # fmt: skip
     dx, truth = np.asarray(dx), gx.numpy()
     np.testing.assert_array_equal(np.isnan(dx), np.isnan(truth))
@@ -323,6 +338,28 @@ def test_half_types_accumulate_in_f32(dtype: str) -> None:
     y = np.asarray(R.cumsum(x), np.float64)
     assert y.dtype == np.float64
     assert abs(y[0, -1] - 409.6) / 409.6 < 2e-3
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_torch_extremum_backward_rounds_once(dtype: str) -> None:
+    """The cummax/cummin backward on torch arrays (torch's scatter-add, in double) gives the
+    float64 reference of the same values rounded once to the array's type, every tie break,
+    direction and axis of a rank-3 array with ties."""
+    g = torch.Generator().manual_seed(3)
+    dt = getattr(torch, dtype)
+    x = (torch.round(torch.randn((6, 40, 5), generator=g) * 3) / 4).to(dt)
+    dy = torch.randn((6, 40, 5), generator=g).to(dt)
+    for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
+        for tie in TieBreak:
+            for reverse in (False, True):
+                for axis in (0, 1, 2):
+                    dx = R.scan_backward(kind, dy, x=x, axis=axis, reverse=reverse,
+                                         tie_break=tie)  # fmt: skip
+                    want = R.scan_backward(kind, dy.double().numpy(), x=x.double().numpy(),
+                                           axis=axis, reverse=reverse, tie_break=tie)  # fmt: skip
+                    assert dx.dtype == dt
+                    want = torch.from_numpy(np.ascontiguousarray(want)).to(dt)
+                    torch.testing.assert_close(dx, want, rtol=0, atol=0)
 
 
 def test_empty_and_zero_length_axis() -> None:
