@@ -221,7 +221,8 @@ def test_extremum_matches_the_monoid_one_position_at_a_time(
 ) -> None:
     """cummax/cummin's values (signed zeros included) and indices against the monoid applied
     position by position, over ties, NaN, infinities and signed zeros, both tie breaks and
-    directions: on NumPy and torch arrays (their own running extremum, ``_running``), on a
+    directions (and ties without zeros or NaN, whose values need no take from ``x``): on
+    NumPy and torch arrays (their own running extremum, ``_running``), on a
     namespace of neither (the blocked scan) and on one without ``take_along_axis`` (the
     monoid on the values). The reference takes two scans: the extremum, then the latest
     win."""
@@ -232,7 +233,8 @@ def test_extremum_matches_the_monoid_one_position_at_a_time(
     rng = np.random.default_rng(n)
     specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
     for x in (specials[rng.integers(0, len(specials), (3, n))],
-              rng.integers(-2, 3, (3, n)).astype(np.float64), _untied(rng, n)):  # fmt: skip
+              rng.integers(-2, 3, (3, n)).astype(np.float64), _untied(rng, n),
+              rng.integers(1, 4, (3, n)).astype(np.float64)):  # fmt: skip
         xin = torch.from_numpy(x.copy()) if space == "torch" else x
         for kind in (ScanKind.CUMMAX, ScanKind.CUMMIN):
             for tie in TieBreak:

@@ -230,8 +230,14 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
 
         v = torch.gather(xa, xa.ndim - 1, at)
     else:
+        # the winners' own values: the running extremum's but for signed zeros (which the
+        # comparisons tie) and NaN payloads, so taken only where the extremum holds either
+        # (NumPy f32 512 x 4096 on a 2-core CPU: 5.4 ms a take)
         take = getattr(xp, "take_along_axis", None)
-        v = take(xa, at, axis=-1) if take is not None else run
+        if take is not None and bool(xp.any((run == 0) | xp.isnan(run))):
+            v = take(xa, at, axis=-1)
+        else:
+            v = run
     return v, (n - 1 - at) if reverse else at
 
 
