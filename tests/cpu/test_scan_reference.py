@@ -364,6 +364,63 @@ def test_torch_extremum_backward_rounds_once(dtype: str) -> None:
                     torch.testing.assert_close(dx, want, rtol=0, atol=0)
 
 
+def test_torch_logcumsumexp_backward_in_one_rescaling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The logcumsumexp backward on torch arrays: in double with one rescaling a line where
+    every line's y is finite and spreads at most _LSE_SPAN (x too), else the rescaling scan;
+    both against the float64 reference, every axis both ways, with -inf in x (whole lines
+    too: y -inf, the scan), a saved y that steps down, and f32 and bf16 inputs rounded once."""
+    taken: list[bool] = []
+    real = R._lse_gradient
+
+    def spy(*a: Any) -> Any:
+        out = real(*a)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(R, "_lse_gradient", spy)
+    rng = np.random.default_rng(11)
+    kind = ScanKind.LOGCUMSUMEXP
+    for scale, fast in ((1.0, True), (4.0, True), (400.0, False)):
+        x = rng.standard_normal((3, 70, 5)) * scale
+        x[1, 4::9, 1] = -np.inf  # inside every line (y stays finite)
+        for axis in (0, 1, 2):
+            for reverse in (False, True):
+                y = np.ascontiguousarray(R.scan(kind, x, axis, reverse))
+                y[2, 5, 3] -= 0.25  # a saved y that steps down
+                dy = rng.standard_normal(x.shape)
+                want = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=axis,
+                                                  reverse=reverse))  # fmt: skip
+                taken.clear()
+                got = R.scan_backward(kind, _lib(dy, "torch"), x=_lib(x, "torch"),
+                                      y=_lib(y, "torch"), axis=axis, reverse=reverse)  # fmt: skip
+                assert taken == [fast], (scale, axis, reverse)
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+                for dt in (torch.float32, torch.bfloat16):
+                    t = [torch.from_numpy(a).to(dt) for a in (dy, x, y)]
+                    low = R.scan_backward(kind, t[0], x=t[1], y=t[2], axis=axis, reverse=reverse)
+                    ref = R.scan_backward(kind, *(a.double().numpy() for a in t[:1]),
+                                          x=t[1].double().numpy(), y=t[2].double().numpy(),
+                                          axis=axis, reverse=reverse)  # fmt: skip
+                    ref_t = torch.from_numpy(np.ascontiguousarray(ref)).to(dt)
+                    assert low.dtype == dt
+                    # in double, rounded once: within an ulp of the stored type; the scan
+                    # accumulates f32 (a half type's) in f32
+                    ulp = 2**-7 if dt is torch.bfloat16 else 2**-23
+                    tol = ulp * (ref_t.double().abs() if fast else
+                                 torch.maximum(torch.ones(()), ref_t.double().abs()) * 64)
+                    assert bool(((low.double() - ref_t.double()).abs() <= tol).all()), (
+                        scale, axis, reverse, dt)  # fmt: skip
+    # whole lines of -inf (y -inf there): the scan
+    x = rng.standard_normal((4, 30))
+    x[1] = -np.inf
+    y = np.asarray(R.scan(kind, x, 1))
+    taken.clear()
+    dx = R.scan_backward(kind, _lib(np.ones_like(x), "torch"), x=_lib(x, "torch"),
+                         y=_lib(y, "torch"), axis=1)  # fmt: skip
+    assert taken == [False]
+    assert bool((dx[1] == 0).all())
+
+
 def test_empty_and_zero_length_axis() -> None:
     for shape in [(0, 5), (3, 0), (0,)]:
         x = np.zeros(shape, np.float32)

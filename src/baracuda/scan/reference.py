@@ -9,8 +9,9 @@ exact whatever the order, so on NumPy and torch arrays it is their own accumulat
 (``_running``); cumsum and cumprod (and the cumsum backward) on torch arrays are torch's own,
 which on a CPU accumulates in double (``_sum_or_product``), and so are cummax/cummin where
 torch's tie break gives the same winners (``_extremum``), and their backward is torch's
-scatter-add in double (``_winners_gradient``). Half types are computed in float32 and rounded
-once, f64 in f64.
+scatter-add in double (``_winners_gradient``), and the logcumsumexp backward is in double with
+one rescaling a line where its exps stay in range (``_lse_gradient``). Half types are
+computed in float32 and rounded once, f64 in f64.
 """
 
 from __future__ import annotations
@@ -362,6 +363,10 @@ def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: 
     if kind in (ScanKind.CUMMAX, ScanKind.CUMMIN) and is_torch_namespace(xp):
         return _winners_gradient(xp, dy, x, ax, reverse, kind is ScanKind.CUMMIN,
                                  tie_break is TieBreak.LAST)  # fmt: skip
+    if kind is ScanKind.LOGCUMSUMEXP and is_torch_namespace(xp):
+        dx = _lse_gradient(xp, dy, x, y, ax, reverse)
+        if dx is not None:
+            return dx
     g = last(dy)
     if kind is ScanKind.CUMSUM:
         out = _sum_or_product(xp, g, False)
@@ -401,6 +406,34 @@ def _winners_gradient(xp: Any, dy: Any, x: Any, ax: int, reverse: bool, is_min: 
     _, at = _extremum(xp, _to_last(xp, to_acc(xp, x), ax, reverse), is_min, last, False)
     g = _to_last(xp, dy, ax, reverse).to(torch.float64)
     out = torch.zeros_like(g).scatter_add_(-1, at, g)
+    return from_acc(xp, _from_last(xp, out, ax, reverse), dy)
+
+
+# the largest spread of y (and of x above y's least) along a line that the logcumsumexp
+# backward on torch arrays takes in one rescaling: its exps stay within e^+-700, inside
+# double's range (about e^+-708, without denormals)
+_LSE_SPAN = 700.0
+
+
+def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> Any:
+    """The logcumsumexp backward on torch arrays, ``dx_i = sum_{j >= i} dy_j exp(x_i - y_j)``
+    (``j`` from ``i`` on in scan order), in double with one rescaling a line: with ``c`` the
+    least ``y`` of the line, ``exp(x_i - c)`` times the sum from the line's end of
+    ``dy_j exp(c - y_j)`` (torch's cumsum, from the end, so each sum holds only its own
+    terms), rounded once; 0 where ``x = -inf``. None where a line's ``y`` is not finite, ``x``
+    is NaN, or ``y`` (or ``x``) spreads more than ``_LSE_SPAN`` above ``c``: the caller then
+    takes the rescaling scan. f32 512 x 4096 on a 2-core CPU: 12.0-14.3 ms against 23.5-26.1
+    for the scan along axis 1 (torch autograd's own backward: 65.9-68.4)."""
+    import torch
+
+    g, xa, ya = (_to_last(xp, a, ax, reverse).to(torch.float64) for a in (dy, x, y))
+    c = ya.amin(dim=-1, keepdim=True)
+    top = torch.maximum(ya.amax(dim=-1, keepdim=True), xa.amax(dim=-1, keepdim=True))
+    if not (bool(torch.isfinite(ya).all()) and not bool(torch.isnan(xa).any())
+            and bool((top - c <= _LSE_SPAN).all())):  # fmt: skip
+        return None
+    tail = (g * torch.exp(c - ya)).flip(-1).cumsum(-1).flip(-1)
+    out = torch.where(xa == -torch.inf, 0.0, torch.exp(xa - c) * tail)
     return from_acc(xp, _from_last(xp, out, ax, reverse), dy)
 
 
