@@ -410,6 +410,17 @@ def test_torch_logcumsumexp_backward_in_one_rescaling(monkeypatch: pytest.Monkey
                                  torch.maximum(torch.ones(()), ref_t.double().abs()) * 64)
                     assert bool(((low.double() - ref_t.double()).abs() <= tol).all()), (
                         scale, axis, reverse, dt)  # fmt: skip
+    # a spread of y along the line past _LSE_SPAN: the scan; within it: one rescaling
+    for step, fast in ((R._LSE_SPAN / 49 * 1.05, False), (R._LSE_SPAN / 49 * 0.95, True)):
+        x = np.tile(np.arange(50.0) * step, (2, 1))
+        y = np.asarray(R.scan(kind, x, 1))
+        dy = rng.standard_normal(x.shape) * 1e-100
+        taken.clear()
+        got = R.scan_backward(kind, _lib(dy, "torch"), x=_lib(x, "torch"), y=_lib(y, "torch"),
+                              axis=1)  # fmt: skip
+        assert taken == [fast]
+        want = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=1))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=0)
     # whole lines of -inf (y -inf there): the scan
     x = rng.standard_normal((4, 30))
     x[1] = -np.inf

@@ -410,9 +410,11 @@ def _winners_gradient(xp: Any, dy: Any, x: Any, ax: int, reverse: bool, is_min: 
 
 
 # the largest spread of y (and of x above y's least) along a line that the logcumsumexp
-# backward on torch arrays takes in one rescaling: its exps stay within e^+-700, inside
-# double's range (about e^+-708, without denormals)
-_LSE_SPAN = 700.0
+# backward on torch arrays takes in one rescaling: its exps stay within e^+-300 (about
+# 10^+-130), so a term dy exp(c - y) stays a normal double for any |dy| above 10^-177 (no
+# digits lost to denormals before exp(x - c) scales it back up), and a sum of them
+# overflows only past 10^178 (double's range ends near e^+-708)
+_LSE_SPAN = 300.0
 
 
 def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> Any:
