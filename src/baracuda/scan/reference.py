@@ -429,15 +429,19 @@ def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> A
     65.8-68.4)."""
     import torch
 
-    g, xa, ya = (_to_last(xp, a, ax, reverse).to(torch.float64) for a in (dy, x, y))
+    # the lines in their physical order (no flips: c and the spread do not depend on it)
+    g, xa, ya = (_to_last(xp, a, ax, False).to(torch.float64) for a in (dy, x, y))
     c = ya.amin(dim=-1, keepdim=True)
     top = torch.maximum(ya.amax(dim=-1, keepdim=True), xa.amax(dim=-1, keepdim=True))
     if not (bool(torch.isfinite(ya).all()) and not bool(torch.isnan(xa).any())
             and bool((top - c <= _LSE_SPAN).all())):  # fmt: skip
         return None
-    tail = (g * torch.exp(c - ya)).flip(-1).cumsum(-1).flip(-1)
+    w = g * torch.exp(c - ya)
+    # the sums from j = i on in scan order: from the line's physical start in a reverse scan,
+    # else from its end
+    tail = w.cumsum(-1) if reverse else w.flip(-1).cumsum(-1).flip(-1)
     out = torch.where(xa == -torch.inf, 0.0, torch.exp(xa - c) * tail)
-    return from_acc(xp, _from_last(xp, out, ax, reverse), dy)
+    return from_acc(xp, _from_last(xp, out, ax, False), dy)
 
 
 def cumsum(x: Any, axis: int = -1, reverse: bool = False) -> Any:
