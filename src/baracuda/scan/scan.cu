@@ -673,24 +673,6 @@ __device__ __forceinline__ void store_aux(const Params& P, const Op& op, i64 bas
   }
 }
 
-// AUX of two adjacent lines at physical position p (element offset `off` of the first; the
-// winners w0, w1 as store_aux_at takes them): cummax/cummin's int64 indices in one 16-byte
-// store where aligned (as PTX: a longlong2 store compiled to two 8-byte ones), else one store
-// each. Only MaxOp's strips call it, whose mode never has the flags' bit; the test of that
-// bit keeps a wrong launch to byte stores, never 16 bytes into a flag array. On an
-// H200 over 4096 x 8192 along dim 0, bf16 cummax in strips took 217.4 -> 210.0 us; the
-// winner flags stay a byte store each (two bytes in one store slowed the bf16 cummax
-// backward's first pass: 136.5 -> 140.4 us).
-__device__ __forceinline__ void store_aux_pair(const Params& P, i64 off, i64 p, i64 w0, i64 w1) {
-  i64* q = static_cast<i64*>(P.op[AUX].ptr) + off;
-  if (!(P.mode & 4) && (reinterpret_cast<size_t>(q) & 15) == 0) {
-    asm volatile("st.global.v2.b64 [%0], {%1, %2};" ::"l"(q), "l"(w0), "l"(w1) : "memory");
-  } else {
-    store_aux_at(P, off, p, w0);
-    store_aux_at(P, off + 1, p, w1);
-  }
-}
-
 // One 16-byte store (a plain int4 store of repacked lanes may be split into 4-byte ones).
 __device__ __forceinline__ void store16(int4* p, int4 v) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
@@ -3505,6 +3487,18 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
            col * C;
     if (P.reverse) fdst -= (n - 1) * fout_step;
   }
+  // cummax/cummin's int64 indices (MaxOp, whose mode never has the flags' bit; the indices
+  // are optional): where this lane's first index of scan position 0 goes and the step to the
+  // next position, as for the flags above: no int64 offset to compute a position
+  [[maybe_unused]] i64* idst = nullptr;
+  [[maybe_unused]] i64 istep = 0;
+  if constexpr (Op::kAuxOut && !kFlagOut<Op>) {
+    if (P.op[AUX].ptr != nullptr) {
+      istep = dir * P.op[AUX].axis_stride;
+      idst = static_cast<i64*>(P.op[AUX].ptr) + aux_base;
+      if (P.reverse) idst -= (n - 1) * istep;
+    }
+  }
   if constexpr (Op::kAuxIn) {
     fstep = dir * P.op[AUX].axis_stride;
     fsrc = static_cast<const unsigned char*>(P.op[AUX].ptr) + dot(c, P.op[AUX].outer,
@@ -3685,6 +3679,8 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
         return pre[j];
     };
     unsigned char* out = dst + row0 * out_step + col * U;
+    // kIdx ops: this thread's first row's indices (null without them)
+    [[maybe_unused]] i64* const irow = idst != nullptr ? idst + row0 * istep : nullptr;
     // rows of this thread within n: all of them but in the last chunk
     const int valid = (int)min((i64)RPG, max((i64)0, n - row0));
     auto store = [&](int i) {
@@ -3706,8 +3702,9 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
       if constexpr (Op::kNb) neighbour(i, nb);
       T o[C];
       // int64 indices of two lines a lane (2-byte types): stored together below
-      constexpr bool kPair = Op::kAuxOut && !kFlagOut<Op> && C == 2;
-      [[maybe_unused]] i64 win[C];
+      constexpr bool kIdx = Op::kAuxOut && !kFlagOut<Op>;  // cummax/cummin's indices
+      constexpr bool kPair = kIdx && C == 2;
+      [[maybe_unused]] i64 win[C];  // the indices of the lane's lines
 #pragma unroll
       for (int j = 0; j < C; ++j) {
         A aj[NI];
@@ -3719,25 +3716,34 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
           const S inc = op.combine(pre_of(j), v[i][j]);
           const S excl = i ? op.combine(pre_of(j), v[i - 1][j]) : pre_of(j);
           o[j] = from_acc<T>(op.out_value(inc, excl, aj, Op::kNb ? nb[j] : A(1), flag(i, j)));
+          if constexpr (kIdx) win[j] = op.winner(inc, excl, aj, row0 + i, phys_of(i));
+        }
+      }
+      if constexpr (kIdx) {
+        // the indices through the lane's own pointer (no int64 offset a position); in 2-byte
+        // types a lane's two in one 16-byte store where aligned (as PTX: a longlong2 store
+        // compiled to two 8-byte ones), else one store each (round 41: bf16 over 4096 x 8192
+        // along dim 0 on an H200 217.4 -> 210.0 us)
+        if (irow != nullptr) {
+          i64* q = irow + i * istep;
           if constexpr (kPair) {
-            win[j] = op.winner(inc, excl, aj, row0 + i, phys_of(i));
-          } else if constexpr (Op::kAuxOut) {
-            const i64 p = phys_of(i);
-            store_aux<T, A>(P, op, aux_base + j, row0 + i, p, inc, excl, aj);
+            if ((reinterpret_cast<size_t>(q) & 15) == 0) {
+              asm volatile("st.global.v2.b64 [%0], {%1, %2};" ::"l"(q), "l"(win[0]),
+                           "l"(win[1])
+                           : "memory");
+            } else {
+              q[0] = win[0];
+              q[1] = win[1];
+            }
+          } else {
+#pragma unroll
+            for (int j = 0; j < C; ++j) q[j] = win[j];
           }
         }
       }
-      if constexpr (kPair) {
-        if (P.op[AUX].ptr != nullptr) {
-          const i64 p = phys_of(i);
-          store_aux_pair(P, aux_base + p * P.op[AUX].axis_stride, p, win[0], win[1]);
-        }
-      }
-      if (!Op::kAuxOut || P.op[OUT].ptr != nullptr) {  // the winner flags alone: no OUT
-        Word word;
-        memcpy(&word, o, U);
-        *reinterpret_cast<Word*>(out + i * out_step) = word;
-      }
+      Word word;  // every launch but the winner flags' (above) has OUT
+      memcpy(&word, o, U);
+      *reinterpret_cast<Word*>(out + i * out_step) = word;
     };
     if (valid == RPG) {
 #pragma unroll
