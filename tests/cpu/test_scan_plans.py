@@ -1259,6 +1259,13 @@ def test_strip_operands(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
                               132) == 256  # fmt: skip
         assert K._strip_width(op, shape, 0, _strip_slots(op, Slot(7 << 30, (1, 4096))), 4,
                               132) == 0  # fmt: skip
+        # positions as int in the strips below 8-byte types (scan.cu MaxStripOp): an axis
+        # of 2^31 takes none; f64 keeps int64
+        for n, width in ((2**31 - 1, 256), (2**31, 0)):
+            assert K._strip_width(op, (n, 8192), 0, slots, 4, 132) == width
+        monkeypatch.setattr(K, "STRIP_OPS", tuple((o, (4, 8)) for o in STRIP_STAGED))
+        assert K._strip_width(op, (2**31, 8192), 0, slots, 8, 132) == 256
+        monkeypatch.setattr(K, "STRIP_OPS", tuple((o, (4,)) for o in STRIP_STAGED))
     if op in ("seg_bwd", "maxflag"):  # the flags that are read are staged in 16-byte pieces
         for flags in (Slot((5 << 30) + 4, (8192, 1)), Slot(5 << 30, (8200, 1))):
             other = [*slots[:4], flags]

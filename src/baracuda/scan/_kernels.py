@@ -401,10 +401,13 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     innermost outer dim of stride 1 (the flags the cummax backward's second pass reads also
     16-byte aligned, with every other stride a multiple of 16); 256-byte strips where they
     fill ``STRIP_WIDE_FILL`` of the SMs, else 128-byte strips where they fill
-    ``STRIP_MIN_FILL``."""
+    ``STRIP_MIN_FILL``. cummax/cummin's strips below 8-byte types carry their positions as
+    int (scan.cu MaxStripOp): axes shorter than 2^31 only."""
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
     if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
+        return 0
+    if op == "max" and itemsize < 8 and n >= 2**31:
         return 0
     if used not in _strip_operands(op):
         return 0

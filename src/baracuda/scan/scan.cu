@@ -482,6 +482,12 @@ template <class X, class Y>
 struct Pick<false, X, Y> {
   typedef Y type;
 };
+// cummax/cummin's strips: positions as int below 8-byte types (the host's condition,
+// _kernels._strip_width: axes shorter than 2^31), one register and one select an index where
+// int64 takes two (on an H200 over 4096 x 8192 along dim 0: f32 154.5 -> 144.5 us, bf16
+// 173.0 -> 159.4, f16 alike); f64 keeps int64 (256.9 against 266.9 with int).
+template <typename A>
+using MaxStripOp = typename Pick<sizeof(BC_T) == 8, MaxOp<A>, MaxOp32<A>>::type;
 // The logcumsumexp backward along contiguous rows (rows, look-back rows, segmented tiles): the
 // linear recurrence in 2-byte types, the running minimum otherwise (the ring takes
 // LseBwdStripOp, below). Strided axes keep the running minimum in every type: there the
@@ -5115,8 +5121,8 @@ BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
 BC_SCAN_SEG_WIDE_ENTRY(max, MaxOp32, sizeof(BC_T) == 2 ? 2 : 3)
 BC_SCAN_SEG1_ENTRY(max, MaxOp32)
 BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1, scan_pipe, 256, sizeof(BC_T) == 2 ? 2 : 3)
-BC_SCAN_STRIP_ENTRY(max, MaxOp)
-BC_SCAN_STRIP512_ENTRY(max, MaxOp)
+BC_SCAN_STRIP_ENTRY(max, MaxStripOp)
+BC_SCAN_STRIP512_ENTRY(max, MaxStripOp)
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
