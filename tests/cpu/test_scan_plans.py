@@ -964,12 +964,12 @@ def test_tie_break_enum_accepted() -> None:
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
-_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "cstates1", "cstates8", "seg", "seg1", "lbpair", "strip",
-          "strip512", "ring")  # fmt: skip
+_KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
+          "strip", "strip512", "ring")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
-    | {f"scan_{op}_pipe1" for op in PIPE_AUX_OPS}
+    | {f"scan_{op}_{k}" for op in PIPE_AUX_OPS for k in ("pipe1", "pipe1w")}
     | {f"scan_{op}_{k}" for op in COLS_STATES_OPS for k in ("cstates1", "cstates8")}
     | {f"scan_{op}_seg" for op in SEG_OPS}
     | {f"scan_{op}_seg1" for op in SEG1_OPS}
@@ -1102,14 +1102,43 @@ def test_cummax_pipelined_rows(reverse: bool, monkeypatch: pytest.MonkeyPatch) -
         assert [c[0] for c in log.calls] == [f"scan_max_{variant}"], log.calls
         return variant
 
+    # 4096 rows on 132 SMs: one wave of 4 blocks an SM, not of 3 (PIPE_MAX_WAVE)
+    assert launch(Slot(1 << 32, (8192, 1))) == "pipe1w"
+    assert launch(None) == "pipe1w"
+    assert launch(Slot(1 << 32, (8194, 1))) == "pipe1w"  # padded rows, each on 16 bytes
+    monkeypatch.setattr(K, "PIPE_MAX_WAVE", False)
     assert launch(Slot(1 << 32, (8192, 1))) == "pipe1"
     assert launch(None) == "pipe1"
-    assert launch(Slot(1 << 32, (8194, 1))) == "pipe1"  # padded rows, each on 16 bytes
     assert launch(Slot((1 << 32) + 8, (8192, 1))) == "rows1"  # misaligned by one index
     assert launch(Slot(1 << 32, (8193, 1))) == "rows1"  # odd rows: every other one misaligned
     assert launch(Slot(1 << 32, (1, 4096))) == "rows1"  # strided along the axis
     assert launch(Slot(1 << 32, (8192, 1)), mode=4) == "rows1"  # winner flags
     assert K._pipe_aux((2, 2**31), 1, None, 0) is False  # int indices: rows below 2^31
+
+
+def test_cummax_rows_in_one_wave(monkeypatch: pytest.MonkeyPatch) -> None:
+    """f32 cummax rows on pipe1 take pipe1w (4 blocks an SM) exactly where one wave of 32 warps
+    an SM holds them and one of 24 does not; other types and row counts keep pipe1."""
+    from baracuda.scan import _kernels as K
+
+    def launch(rows: int, itemsize: int = 4, sm_count: int = 132) -> str:
+        log = _LaunchLog("sm_90")
+        _record_grids(log, monkeypatch)
+        n = 1024
+        variant = K.launch_scan(log, "max", None, (rows, n), 1, reverse=False, mode=0,  # type: ignore[arg-type]
+                                operands=[Slot(1 << 30, (n, 1)), None, None,
+                                          Slot(1 << 36, (n, 1)), Slot(1 << 37, (n, 1))],
+                                vec_slots=(0, 3), itemsize=itemsize, layout="rows",
+                                sm_count=sm_count, states_ptr=0)  # fmt: skip
+        assert [c[0] for c in log.calls] == [f"scan_max_{variant}"], log.calls
+        return variant
+
+    assert [launch(r) for r in (24 * 132, 24 * 132 + 1, 32 * 132, 32 * 132 + 1)] == [
+        "pipe1", "pipe1w", "pipe1w", "pipe1"]
+    assert launch(3000, sm_count=100) == "pipe1w"  # 2400 < 3000 <= 3200
+    assert launch(4096, itemsize=2) == "pipe1" and launch(4096, itemsize=8) == "pipe1"
+    monkeypatch.setattr(K, "PIPE_MAX_WAVE", False)
+    assert launch(4096) == "pipe1"
 
 
 @pytest.mark.parametrize("resident", [2, 3, 4])

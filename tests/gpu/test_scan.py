@@ -399,21 +399,28 @@ def test_workspace_too_small() -> None:
         plan.run(s, bc.Workspace.none(), ScanArgs(x, torch.empty_like(x)))
 
 
+@pytest.mark.parametrize("per_sm", [0, 28], ids=["rows", "one-wave"])
 @pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
-def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, per_sm: int,
+                             monkeypatch: Any) -> None:  # fmt: skip
     """Enough rows for a warp per row with long rows, on the pipelined kernel (pipe1): n is
     9.5 tiles + one vector (tile = 1 KiB of the dtype), so the prefetch registers (scan.cu,
     kPipe) are refilled several times, and the last tile has whole-vector lanes, a lane
     straddling the end and empty lanes; both ways. cummax/cummin (their int64 indices stored
     by whole warps) with ties, NaN and +-inf rows, both tie-breaks, and indices in padded rows
-    (pipe1) and misaligned ones (rows1)."""
+    (pipe1) and misaligned ones (rows1). ``one-wave``: 28 rows an SM, which f32 cummax/cummin
+    take on pipe1w (4 blocks an SM, PIPE_MAX_WAVE)."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
     assert K.PIPELINED_ROWS
+    if per_sm and (kind not in EXTREMA or element != ElementKind.F32):
+        pytest.skip("pipe1w: f32 cummax/cummin only")
     names = launched_kernels(monkeypatch)
-    rows = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 3
+    sm_count = device_info(torch.cuda.current_device()).sm_count
+    rows = sm_count * per_sm if per_sm else sm_count * K.WARP_ROWS_PER_SM + 3
+    pipe = "pipe1w" if per_sm else "pipe1"
     tile = 1024 // element.itemsize
     n = 9 * tile + tile // 2 + 16 // element.itemsize
     xn = make_input(kind, (rows, n), 11)
@@ -430,17 +437,17 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, monkeypatch: 
         label = f"pipe1 ({rows}, {n}) rev={reverse}"
         names.clear()
         check_op(kind, element, x, 1, reverse, label)
-        assert any(nm.endswith("_pipe1") for nm in names), names
+        assert any(nm.endswith(f"_{pipe}") for nm in names), names
         if kind not in EXTREMA:
             continue
-        assert names[0] == "scan_max_pipe1", names
+        assert names[0] == f"scan_max_{pipe}", names
         s = stream()
         for tie in TieBreak:
             v, r = R.scan(kind, _np64(x), 1, reverse, tie)
             plan = ScanPlan.select(s, ScanDescriptor(kind, (rows, n), 1, el, reverse, tie))
             ws = bc.Workspace.allocate(plan.workspace_size(), s)
             # indices in rows padded by 2 (each on 16 bytes: pipe1), and one index off
-            for pad, off, kernel in ((2, 0, "scan_max_pipe1"), (0, 1, "scan_max_rows1")):
+            for pad, off, kernel in ((2, 0, f"scan_max_{pipe}"), (0, 1, "scan_max_rows1")):
                 buf = torch.full((rows * (n + pad) + off,), -7, dtype=torch.int64, device="cuda")
                 idx = buf[off:].view(rows, n + pad)[:, :n]
                 y = poisoned((rows, n), el)

@@ -65,6 +65,7 @@ __all__ = [
     "BLOCK",
     "PIPE_OPS",
     "PIPE_AUX_OPS",
+    "PIPE_MAX_WAVE",
     "SEG_OPS",
     "SEG1_OPS",
     "SEG_ONE_VECTOR",
@@ -121,6 +122,14 @@ PIPE_OPS = ("sum", "prod", "lse")
 # On the H100, cummax over 4096 x 8192 f32 took 221.2 us on pipe1, 246.1 on rows1; over
 # 65536 x 1024, 382.8 vs 459.4.
 PIPE_AUX_OPS = ("max",)
+# Switch: f32 cummax/cummin rows on pipe1 that one wave of 4 blocks (32 warps) an SM holds but
+# not one of 3 (pipe1's 80 registers: 24 warps) take scan_max_pipe1w, pipe1 in 4 blocks an SM
+# (64 registers, a few spilled). The grid takes a warp a row, so 4096 rows on 132 SMs ran as
+# 1.29 waves of 3: on an H200 over 4096 x 8192 179.8 -> 158.7 us, reverse 184.8 -> 160.0.
+# Where rows fill whole waves anyway the spills cost: 16384 x 2048 149.6 -> 158.9, 3000 x 8192
+# 117.9 -> 119.5; 8192 x 4096 and 65536 x 512 within 2 us. Read at each launch.
+PIPE_MAX_WAVE = True
+PIPE_MAX_WARPS = (24, 32)  # warps an SM: scan_max_pipe1 (f32), scan_max_pipe1w
 # Ops whose strided axes (cols, lbcols) take another op than their contiguous ones, with chunk
 # states of their own (scan_<op>_cstates1 / cstates8): the logcumsumexp backward, a linear
 # recurrence along f16/bf16 rows and a running minimum elsewhere (scan.cu, LseBwdRowsOp).
@@ -794,7 +803,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
                 for k in ("cstates1", "cstates8"))
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
                 for k in ("pipe1", "coop", "cooprev", "lbstage"))
-        + tuple(f"scan_{op}_pipe1" for op in ops if op in PIPE_AUX_OPS)
+        + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_AUX_OPS for k in ("pipe1", "pipe1w"))
         + tuple(f"scan_{op}_seg" for op in ops if op in SEG_OPS)
         + tuple(f"scan_{op}_seg1" for op in ops if op in SEG1_OPS)
         + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_STAGED)
@@ -1247,7 +1256,7 @@ _SWITCHES = (
     "STREAM_ROWS", "STREAM_LINES", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES",
     "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD", "RING_MAX_BACKWARD",
-    "RING_MAX_BACKWARD_SHORT_ITEMSIZES",
+    "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "PIPE_MAX_WARPS",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1467,6 +1476,9 @@ def launch_scan(
     variant = ch.layout
     if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
+        held, held_w = (sm_count * w for w in PIPE_MAX_WARPS)  # rows one wave holds
+        if PIPE_MAX_WAVE and op == "max" and itemsize == 4 and held < rows <= held_w:
+            variant = "pipe1w"
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
         coop = coop_split(module, op, rows, n, itemsize, reverse)
         if _stream_rows(module, op, params, operands, itemsize, coop):
