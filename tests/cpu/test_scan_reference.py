@@ -432,6 +432,67 @@ def test_torch_logcumsumexp_backward_in_one_rescaling(monkeypatch: pytest.Monkey
     assert bool((dx[1] == 0).all())
 
 
+def test_torch_cumprod_backward_in_double(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cumprod backward on torch arrays: in double from the running products of x where
+    no zero is in x and every running product stays in double's normal range, else the
+    linear recurrence (zeros, underflow, overflow, NaN, f64 arrays); against the float64
+    reference of the same inputs (the saved y read as given, one stepped off), every axis of
+    a rank-3 array both ways, f32 and bf16 rounded once (within an ulp)."""
+    taken: list[bool] = []
+    real = R._prod_gradient
+
+    def spy(*a: Any) -> Any:
+        out = real(*a)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(R, "_prod_gradient", spy)
+    rng = np.random.default_rng(5)
+    kind = ScanKind.CUMPROD
+    x = 1 + 0.3 * rng.standard_normal((3, 70, 5))
+    x[np.abs(x) < 1e-3] = 0.5
+    dy = rng.standard_normal(x.shape)
+    for axis in (0, 1, 2):
+        for reverse in (False, True):
+            y = np.ascontiguousarray(R.scan(kind, x, axis, reverse))
+            y[2, 5, 3] *= 1.25  # a saved y that steps off
+            for dt in (torch.float32, torch.bfloat16):
+                t = [torch.from_numpy(a).to(dt) for a in (dy, x, y)]
+                taken.clear()
+                got = R.scan_backward(kind, t[0], x=t[1], y=t[2], axis=axis, reverse=reverse)
+                assert taken == [True], (axis, reverse, dt)
+                d64, x64, y64 = (a.double().numpy() for a in t)
+                ref = R.scan_backward(kind, d64, x=x64, y=y64, axis=axis, reverse=reverse)
+                ref_t = torch.from_numpy(np.ascontiguousarray(ref))
+                assert got.dtype == dt
+                ulp = 2**-7 if dt is torch.bfloat16 else 2**-23
+                err = (got.double() - ref_t).abs()
+                assert bool((err <= ulp * ref_t.abs() + 1e-30).all()), (axis, reverse, dt)
+    # zeros (one, several, a whole line), a running product past double's normal range
+    # either way, NaN, and f64 arrays: the recurrence, exact with zeros
+    cases = {"one zero": (lambda a: a.__setitem__((1, 7), 0.0), torch.float32),
+             "zeros": (lambda a: a.__setitem__((slice(None), slice(3, 40, 9)), 0.0),
+                       torch.float32),
+             "a line of zeros": (lambda a: a.__setitem__(2, 0.0), torch.float32),
+             "underflow": (lambda a: a.__setitem__(0, 1e-3), torch.float32),
+             "overflow": (lambda a: a.__setitem__(0, 1e3), torch.float32),
+             "nan": (lambda a: a.__setitem__((1, 9), np.nan), torch.float32),
+             "f64": (lambda a: None, torch.float64)}  # fmt: skip
+    for what, (poke, dt) in cases.items():
+        xn = 1 + 0.3 * rng.standard_normal((4, 120))
+        poke(xn)
+        for reverse in (False, True):
+            yn = np.asarray(R.scan(kind, xn, 1, reverse))
+            dyn = rng.standard_normal(xn.shape)
+            taken.clear()
+            t = [torch.from_numpy(np.ascontiguousarray(a)).to(dt) for a in (dyn, xn, yn)]
+            got = R.scan_backward(kind, t[0], x=t[1], y=t[2], axis=1, reverse=reverse)
+            assert taken == [False], (what, reverse)
+            want = R.scan_backward(kind, *(a.numpy() for a in t[:1]), x=t[1].numpy(),
+                                   y=t[2].numpy(), axis=1, reverse=reverse)  # fmt: skip
+            np.testing.assert_array_equal(got.numpy(), np.asarray(want), err_msg=what)
+
+
 def test_empty_and_zero_length_axis() -> None:
     for shape in [(0, 5), (3, 0), (0,)]:
         x = np.zeros(shape, np.float32)

@@ -367,6 +367,10 @@ def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: 
         dx = _lse_gradient(xp, dy, x, y, ax, reverse)
         if dx is not None:
             return dx
+    if kind is ScanKind.CUMPROD and is_torch_namespace(xp):
+        dx = _prod_gradient(xp, dy, x, y, ax, reverse)
+        if dx is not None:
+            return dx
     g = last(dy)
     if kind is ScanKind.CUMSUM:
         out = _sum_or_product(xp, g, False)
@@ -448,6 +452,46 @@ def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> A
     # else from its end
     tail = w.cumsum_(-1) if reverse else w.flip(-1).cumsum_(-1).flip(-1)
     out = xa.sub_(c).exp_().mul_(tail).masked_fill_(zero, 0.0)  # exp(x - c) tail, in x's copy
+    return from_acc(xp, _from_last(xp, out, ax, False), dy)
+
+
+# the least running product (in magnitude) that the cumprod backward on torch arrays takes
+# in double: double's least normal number, so that every ratio of two of them keeps its digits
+_PROD_TINY = 2.2250738585072014e-308
+
+
+def _prod_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> Any:
+    """The cumprod backward on torch arrays without a zero in ``x``: ``dx_i = y_{i-1} (dy_i +
+    Q_{i+1})`` (the linear recurrence's form, ``y`` the saved output read as given, 1 before
+    the scan's start) with ``dy_i + Q_{i+1} = S_i / P_i``, ``P`` the running product of ``x``
+    and ``S_i`` the sum from ``i`` on in scan order of ``dy_j P_j`` (torch's cumsum, from the
+    line's end, so each sum holds only its own terms): in double, rounded once. None for f64
+    arrays (their quotients could lose digits that f64 outputs keep) and where any running
+    product leaves double's normal range (a zero in ``x``, or NaN, included): the caller then
+    takes the linear recurrence, which is exact with zeros, for the whole call. f32 512 x
+    4096 (x ~ 1 + 0.01 N(0, 1)) on a 2-core CPU along axis 1: 7.0-9.7 ms against 13.0-16.4
+    for the recurrence in f32, and 4.1e-8 against 2.0e-6 off float64 (of the largest |dx|)."""
+    import torch
+
+    if x.dtype == torch.float64:
+        return None
+    # the lines in their physical order; the running products in scan order (from the line's
+    # end in a reverse scan)
+    xa = _to_last(xp, x, ax, False).to(torch.float64)
+    p = xa.flip(-1).cumprod(-1).flip(-1) if reverse else xa.cumprod(-1)
+    mag = p.abs()
+    lo, hi = torch.aminmax(mag)
+    if not (bool(lo >= _PROD_TINY) and bool(hi < torch.inf)):  # NaN fails both
+        return None
+    w = torch.mul(p, _to_last(xp, dy, ax, False), out=mag)  # dy_j P_j, in |P|'s array
+    s = w.cumsum_(-1) if reverse else w.flip(-1).cumsum_(-1).flip(-1)
+    out = s.div_(p)
+    # y_{i-1}: y at the physical position before (after, in a reverse scan)
+    ya = _to_last(xp, y, ax, False)
+    if reverse:
+        out[..., :-1].mul_(ya[..., 1:])
+    else:
+        out[..., 1:].mul_(ya[..., :-1])
     return from_acc(xp, _from_last(xp, out, ax, False), dy)
 
 
