@@ -421,6 +421,20 @@ def test_torch_logcumsumexp_backward_in_one_rescaling(monkeypatch: pytest.Monkey
         assert taken == [fast]
         want = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=1))
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=0)
+    # a NaN in x or y, or an infinite x or y, in one line: the scan for the whole call (the
+    # one test on the lines' extremes), with the reference's NaN and infinities
+    for where, poke in (("x nan", (0, 1, 7, np.nan)), ("x inf", (0, 2, 9, np.inf)),
+                        ("y nan", (1, 0, 3, np.nan)), ("y inf", (1, 1, 29, np.inf))):
+        x = rng.standard_normal((3, 30))
+        y = np.array(R.scan(kind, x, 1))
+        (x, y)[poke[0]][poke[1], poke[2]] = poke[3]
+        dy = rng.standard_normal(x.shape)
+        taken.clear()
+        got = R.scan_backward(kind, _lib(dy, "torch"), x=_lib(x, "torch"), y=_lib(y, "torch"),
+                              axis=1)  # fmt: skip
+        assert taken == [False], where
+        want = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=1))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12, err_msg=where)
     # whole lines of -inf (y -inf there): the scan
     x = rng.standard_normal((4, 30))
     x[1] = -np.inf
