@@ -446,6 +446,65 @@ def test_torch_logcumsumexp_backward_in_one_rescaling(monkeypatch: pytest.Monkey
     assert bool((dx[1] == 0).all())
 
 
+def test_logcumsumexp_backward_in_one_rescaling_standard(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The logcumsumexp backward on NumPy and array-api-strict arrays: in double with one
+    rescaling a line in the standard's operations where every line's y is finite and spreads
+    at most _LSE_SPAN (x too, and no NaN), else the rescaling scan. Both namespaces give the
+    same bits; in float64 within 1e-12 of the rescaling scan forced; f32 within an ulp of
+    that (rounded once); every axis both ways, with -inf in x."""
+    xps = pytest.importorskip("array_api_strict")
+    taken: list[bool] = []
+    real = R._lse_gradient_std
+
+    def spy(*a: Any) -> Any:
+        out = real(*a)
+        taken.append(out is not None)
+        return out
+
+    rng = np.random.default_rng(13)
+    kind = ScanKind.LOGCUMSUMEXP
+    x = rng.standard_normal((3, 70, 5)) * 3
+    x[1, 4::9, 1] = -np.inf
+    dy = rng.standard_normal(x.shape)
+    for axis in (0, 1, 2):
+        for reverse in (False, True):
+            y = np.ascontiguousarray(R.scan(kind, x, axis, reverse))
+            monkeypatch.setattr(R, "_lse_gradient_std", lambda *a: None)
+            scan64 = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=axis, reverse=reverse))
+            monkeypatch.setattr(R, "_lse_gradient_std", spy)
+            taken.clear()
+            got = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=axis, reverse=reverse))
+            assert taken == [True], (axis, reverse)
+            np.testing.assert_allclose(got, scan64, rtol=1e-12, atol=1e-12)
+            for dt in (np.float32, np.float64):
+                a = [v.astype(dt) for v in (dy, x, y)]
+                taken.clear()
+                dx_n = R.scan_backward(kind, a[0], x=a[1], y=a[2], axis=axis, reverse=reverse)
+                dx_s = R.scan_backward(kind, *(xps.asarray(v) for v in a[:1]),
+                                       x=xps.asarray(a[1]), y=xps.asarray(a[2]), axis=axis,
+                                       reverse=reverse)  # fmt: skip
+                assert taken == [True, True]
+                np.testing.assert_array_equal(np.asarray(dx_s), dx_n)
+                if dt is np.float32:
+                    ref = R.scan_backward(kind, *(v.astype(np.float64) for v in a[:1]),
+                                          x=a[1].astype(np.float64), y=a[2].astype(np.float64),
+                                          axis=axis, reverse=reverse)  # fmt: skip
+                    ref32 = np.asarray(ref).astype(np.float32)
+                    ulp = np.spacing(np.abs(ref32))
+                    assert bool(np.all(np.abs(dx_n - ref32) <= ulp)), (axis, reverse)
+    # NaN in x, an infinite y, or a spread past _LSE_SPAN: the scan
+    for what, poke in (("x nan", lambda x, y: x.__setitem__((0, 3), np.nan)),
+                       ("y inf", lambda x, y: y.__setitem__((1, 5), np.inf)),
+                       ("spread", lambda x, y: x.__setitem__((2, 0), 400.0))):
+        x = rng.standard_normal((3, 30))
+        y = np.array(R.scan(kind, x, 1))
+        poke(x, y)
+        taken.clear()
+        R.scan_backward(kind, rng.standard_normal(x.shape), x=x, y=y, axis=1)
+        assert taken == [False], what
+
+
 def test_torch_cumprod_backward_in_double(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cumprod backward on torch arrays: in double from the running products of x where
     no zero is in x and every running product stays in double's normal range, else the

