@@ -430,9 +430,9 @@ def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> A
     terms), rounded once; 0 where ``x = -inf``. None where any line's ``y`` is not finite,
     ``x`` is NaN, or ``y`` (or ``x``) spreads more than ``_LSE_SPAN`` above ``c``: the caller
     then takes the rescaling scan for the whole call. f32 512 x 4096 on a 2-core CPU, along
-    axis 1: 17 ms (was 40-53 with a new temporary a step, 12-14 with glibc's allocator told
-    to keep its memory) against 23.5-26.1 for the scan (torch autograd's own backward:
-    65.8-68.4)."""
+    axis 1, glibc's allocator told to keep its memory: 10.3-10.6 ms (15.3-17.0 with a new
+    temporary a step; with glibc as it comes 10.5-22.8 against 15.7-52.1) against 23.5-26.1
+    for the scan (torch autograd's own backward: 65.8-68.4)."""
     import torch
 
     # the lines in their physical order (no flips: c and the spread do not depend on it), x
