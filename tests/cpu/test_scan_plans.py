@@ -600,9 +600,10 @@ class _LaunchLog:
         self.cooperative = False
         self.calls: list[tuple[str, object, bool]] = []
         self.resident = 2  # blocks an SM for resident_blocks
+        self.resident_of: dict[str, int] = {}  # ... of the kernels named here
 
     def resident_blocks(self, name: str, block: int, dynamic_smem: int = 0) -> int:
-        return self.resident
+        return self.resident_of.get(name, self.resident)
 
     def function(self, name: str, dynamic_smem: int = 0) -> str:
         return name
@@ -1084,6 +1085,10 @@ def _launch_big(log: _LaunchLog, op: str, axis: int, *, reverse: bool = False,
                          states_ptr=1 << 20)  # fmt: skip
 
 
+# the blocks an SM that the driver gives f32 cummax's pipe1 (80 registers) and pipe1w (64)
+_PIPE_MAX_F32 = {"scan_max_pipe1": 3, "scan_max_pipe1w": 4}
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_cummax_pipelined_rows(reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """cummax/cummin rows that a warp takes one each run on pipe1 where x, y and the int64
@@ -1093,6 +1098,7 @@ def test_cummax_pipelined_rows(reverse: bool, monkeypatch: pytest.MonkeyPatch) -
 
     def launch(idx: Slot | None, mode: int = 0) -> str:
         log = _LaunchLog("sm_90")
+        log.resident_of = dict(_PIPE_MAX_F32)
         _record_grids(log, monkeypatch)
         variant = K.launch_scan(log, "max", None, (4096, 8192), 1, reverse=reverse, mode=mode,  # type: ignore[arg-type]
                                 operands=[Slot(1 << 30, (8192, 1)), None, None,
@@ -1118,11 +1124,14 @@ def test_cummax_pipelined_rows(reverse: bool, monkeypatch: pytest.MonkeyPatch) -
 
 def test_cummax_rows_in_one_wave(monkeypatch: pytest.MonkeyPatch) -> None:
     """f32 cummax rows on pipe1 take pipe1w (4 blocks an SM) exactly where one wave of 32 warps
-    an SM holds them and one of 24 does not; other types and row counts keep pipe1."""
+    an SM holds them and one of 24 does not (the driver's blocks an SM); other types and row
+    counts keep pipe1."""
     from baracuda.scan import _kernels as K
 
-    def launch(rows: int, itemsize: int = 4, sm_count: int = 132) -> str:
+    def launch(rows: int, itemsize: int = 4, sm_count: int = 132,
+               resident: dict[str, int] = _PIPE_MAX_F32) -> str:  # fmt: skip
         log = _LaunchLog("sm_90")
+        log.resident_of = dict(resident)
         _record_grids(log, monkeypatch)
         n = 1024
         variant = K.launch_scan(log, "max", None, (rows, n), 1, reverse=False, mode=0,  # type: ignore[arg-type]
@@ -1137,6 +1146,9 @@ def test_cummax_rows_in_one_wave(monkeypatch: pytest.MonkeyPatch) -> None:
         "pipe1", "pipe1w", "pipe1w", "pipe1"]
     assert launch(3000, sm_count=100) == "pipe1w"  # 2400 < 3000 <= 3200
     assert launch(4096, itemsize=2) == "pipe1" and launch(4096, itemsize=8) == "pipe1"
+    # the waves are the driver's: where pipe1w fits no more blocks than pipe1, never pipe1w
+    same = {"scan_max_pipe1": 3, "scan_max_pipe1w": 3}
+    assert [launch(r, resident=same) for r in (3000, 4096, 5000)] == ["pipe1"] * 3
     monkeypatch.setattr(K, "PIPE_MAX_WAVE", False)
     assert launch(4096) == "pipe1"
 

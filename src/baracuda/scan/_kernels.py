@@ -122,14 +122,14 @@ PIPE_OPS = ("sum", "prod", "lse")
 # On the H100, cummax over 4096 x 8192 f32 took 221.2 us on pipe1, 246.1 on rows1; over
 # 65536 x 1024, 382.8 vs 459.4.
 PIPE_AUX_OPS = ("max",)
-# Switch: f32 cummax/cummin rows on pipe1 that one wave of 4 blocks (32 warps) an SM holds but
-# not one of 3 (pipe1's 80 registers: 24 warps) take scan_max_pipe1w, pipe1 in 4 blocks an SM
-# (64 registers, a few spilled). The grid takes a warp a row, so 4096 rows on 132 SMs ran as
-# 1.29 waves of 3: on an H200 over 4096 x 8192 179.8 -> 158.7 us, reverse 184.8 -> 160.0.
-# Where rows fill whole waves anyway the spills cost: 16384 x 2048 149.6 -> 158.9, 3000 x 8192
-# 117.9 -> 119.5; 8192 x 4096 and 65536 x 512 within 2 us. Read at each launch.
+# Switch: f32 cummax/cummin rows on pipe1 that one wave of scan_max_pipe1w (pipe1 in 4 blocks
+# an SM: 64 registers, a few spilled) holds but not one of pipe1 (80 registers: 3 blocks) take
+# pipe1w; the blocks an SM are the driver's (``_pipe_max_variant``). The grid takes a warp a
+# row, so 4096 rows on 132 SMs ran as 1.29 waves of 3: on an H200 over 4096 x 8192 179.8 ->
+# 158.7 us, reverse 184.8 -> 160.0. Where rows fill whole waves anyway the spills cost:
+# 16384 x 2048 149.6 -> 158.9, 3000 x 8192 117.9 -> 119.5; 8192 x 4096 and 65536 x 512
+# within 2 us. Read at each launch.
 PIPE_MAX_WAVE = True
-PIPE_MAX_WARPS = (24, 32)  # warps an SM: scan_max_pipe1 (f32), scan_max_pipe1w
 # Ops whose strided axes (cols, lbcols) take another op than their contiguous ones, with chunk
 # states of their own (scan_<op>_cstates1 / cstates8): the logcumsumexp backward, a linear
 # recurrence along f16/bf16 rows and a running minimum elsewhere (scan.cu, LseBwdRowsOp).
@@ -256,6 +256,14 @@ def _seg_warps(module: LoadedModule, kernel: str) -> int:
     """Warps an SM of a segmented-tiles kernel: SEG_WARPS_PER_SM, or fewer where fewer fit
     (the backward's three inputs, cummax/cummin's 2-byte kernel)."""
     return min(SEG_WARPS_PER_SM, BLOCK // 32 * module.resident_blocks(kernel, BLOCK))
+
+
+def _pipe_max_variant(module: LoadedModule, rows: int, sm_count: int) -> str:
+    """``pipe1w`` where one wave of it holds ``rows`` (a warp a row) and one of ``pipe1`` does
+    not, else ``pipe1`` (``PIPE_MAX_WAVE``; the blocks an SM from the driver, cached)."""
+    held, held_w = (sm_count * BLOCK // 32 * module.resident_blocks(f"scan_max_{k}", BLOCK)
+                    for k in ("pipe1", "pipe1w"))  # fmt: skip
+    return "pipe1w" if held < rows <= held_w else "pipe1"
 
 
 def _one_run(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
@@ -1256,7 +1264,7 @@ _SWITCHES = (
     "STREAM_ROWS", "STREAM_LINES", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES",
     "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD", "RING_MAX_BACKWARD",
-    "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "PIPE_MAX_WARPS",
+    "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1476,9 +1484,8 @@ def launch_scan(
     variant = ch.layout
     if PIPELINED_ROWS and pipeable and ch.layout == "rows1" and ch.nchunks == 1:
         variant = "pipe1"
-        held, held_w = (sm_count * w for w in PIPE_MAX_WARPS)  # rows one wave holds
-        if PIPE_MAX_WAVE and op == "max" and itemsize == 4 and held < rows <= held_w:
-            variant = "pipe1w"
+        if PIPE_MAX_WAVE and op == "max" and itemsize == 4:
+            variant = _pipe_max_variant(module, rows, sm_count)
     if pipeable and ch.nchunks > 1 and ch.layout in ("rows8", "lbrows"):
         coop = coop_split(module, op, rows, n, itemsize, reverse)
         if _stream_rows(module, op, params, operands, itemsize, coop):
