@@ -57,6 +57,22 @@ def _lib(a: Any, lib: str) -> Any:
     return torch.from_numpy(a.copy()) if lib == "torch" else a
 
 
+def _spy_on(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
+    """Wraps the reference's fast path ``name`` (one that returns None where the caller takes
+    its general path); returns the list that records, call by call, whether it took the
+    input."""
+    taken: list[bool] = []
+    real = getattr(R, name)
+
+    def spy(*a: Any) -> Any:
+        out = real(*a)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(R, name, spy)
+    return taken
+
+
 @pytest.mark.parametrize("lib", ["numpy", "torch"])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
 @pytest.mark.parametrize("reverse", [False, True])
@@ -369,15 +385,7 @@ def test_torch_logcumsumexp_backward_in_one_rescaling(monkeypatch: pytest.Monkey
     every line's y is finite and spreads at most _LSE_SPAN (x too), else the rescaling scan;
     both against the float64 reference, every axis both ways, with -inf in x (whole lines
     too: y -inf, the scan), a saved y that steps down, and f32 and bf16 inputs rounded once."""
-    taken: list[bool] = []
-    real = R._lse_gradient
-
-    def spy(*a: Any) -> Any:
-        out = real(*a)
-        taken.append(out is not None)
-        return out
-
-    monkeypatch.setattr(R, "_lse_gradient", spy)
+    taken = _spy_on(monkeypatch, "_lse_gradient")
     rng = np.random.default_rng(11)
     kind = ScanKind.LOGCUMSUMEXP
     for scale, fast in ((1.0, True), (4.0, True), (400.0, False)):
@@ -454,14 +462,7 @@ def test_logcumsumexp_backward_in_one_rescaling_standard(
     same bits; in float64 within 1e-12 of the rescaling scan forced; f32 within an ulp of
     that (rounded once); every axis both ways, with -inf in x."""
     xps = pytest.importorskip("array_api_strict")
-    taken: list[bool] = []
-    real = R._lse_gradient_std
-
-    def spy(*a: Any) -> Any:
-        out = real(*a)
-        taken.append(out is not None)
-        return out
-
+    taken = _spy_on(monkeypatch, "_lse_gradient_std")
     rng = np.random.default_rng(13)
     kind = ScanKind.LOGCUMSUMEXP
     x = rng.standard_normal((3, 70, 5)) * 3
@@ -470,9 +471,10 @@ def test_logcumsumexp_backward_in_one_rescaling_standard(
     for axis in (0, 1, 2):
         for reverse in (False, True):
             y = np.ascontiguousarray(R.scan(kind, x, axis, reverse))
-            monkeypatch.setattr(R, "_lse_gradient_std", lambda *a: None)
-            scan64 = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=axis, reverse=reverse))
-            monkeypatch.setattr(R, "_lse_gradient_std", spy)
+            with monkeypatch.context() as m:  # the rescaling scan, forced
+                m.setattr(R, "_lse_gradient_std", lambda *a: None)
+                scan64 = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=axis,
+                                                    reverse=reverse))  # fmt: skip
             taken.clear()
             got = np.asarray(R.scan_backward(kind, dy, x=x, y=y, axis=axis, reverse=reverse))
             assert taken == [True], (axis, reverse)
@@ -511,15 +513,7 @@ def test_torch_cumprod_backward_in_double(monkeypatch: pytest.MonkeyPatch) -> No
     linear recurrence (zeros, underflow, overflow, NaN, f64 arrays); against the float64
     reference of the same inputs (the saved y read as given, one stepped off), every axis of
     a rank-3 array both ways, f32 and bf16 rounded once (within an ulp)."""
-    taken: list[bool] = []
-    real = R._prod_gradient
-
-    def spy(*a: Any) -> Any:
-        out = real(*a)
-        taken.append(out is not None)
-        return out
-
-    monkeypatch.setattr(R, "_prod_gradient", spy)
+    taken = _spy_on(monkeypatch, "_prod_gradient")
     rng = np.random.default_rng(5)
     kind = ScanKind.CUMPROD
     x = 1 + 0.3 * rng.standard_normal((3, 70, 5))

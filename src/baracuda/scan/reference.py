@@ -9,9 +9,11 @@ exact whatever the order, so on NumPy and torch arrays it is their own accumulat
 (``_running``); cumsum and cumprod (and the cumsum backward) on torch arrays are torch's own,
 which on a CPU accumulates in double (``_sum_or_product``), and so are cummax/cummin where
 torch's tie break gives the same winners (``_extremum``), and their backward is torch's
-scatter-add in double (``_winners_gradient``), and the logcumsumexp backward is in double with
-one rescaling a line where its exps stay in range (``_lse_gradient``). Half types are
-computed in float32 and rounded once, f64 in f64.
+scatter-add in double (``_winners_gradient``), and the cumprod backward is in double from x's
+running products where x holds no zero and they stay in range (``_prod_gradient``). The
+logcumsumexp backward is in double with one rescaling a line where its exps stay in range, on
+torch arrays in place (``_lse_gradient``), elsewhere in the standard's operations
+(``_lse_gradient_std``). Half types are computed in float32 and rounded once, f64 in f64.
 """
 
 from __future__ import annotations
@@ -414,6 +416,14 @@ def _winners_gradient(xp: Any, dy: Any, x: Any, ax: int, reverse: bool, is_min: 
     return from_acc(xp, _from_last(xp, out, ax, reverse), dy)
 
 
+def _sums_on(w: Any, reverse: bool) -> Any:
+    """The sums of the torch array ``w`` (lines in their physical order, along its last axis)
+    from each position on in scan order: from the line's physical start in a reverse scan,
+    else from its end, so each sum holds only its own terms. In place in ``w`` where the scan
+    runs from the start."""
+    return w.cumsum_(-1) if reverse else w.flip(-1).cumsum_(-1).flip(-1)
+
+
 # the largest spread of y (and of x above y's least) along a line that the logcumsumexp
 # backward on torch arrays takes in one rescaling: its exps stay within e^+-300 (about
 # 10^+-130), so a term dy exp(c - y) stays a normal double for any |dy| above 10^-177 (no
@@ -449,9 +459,7 @@ def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> A
     zero = xa == -torch.inf
     # dy exp(c - y), in y's copy (dy promoted to double as it is multiplied)
     w = ya.neg_().add_(c).exp_().mul_(_to_last(xp, dy, ax, False))
-    # the sums from j = i on in scan order: from the line's physical start in a reverse scan,
-    # else from its end
-    tail = w.cumsum_(-1) if reverse else w.flip(-1).cumsum_(-1).flip(-1)
+    tail = _sums_on(w, reverse)
     out = xa.sub_(c).exp_().mul_(tail).masked_fill_(zero, 0.0)  # exp(x - c) tail, in x's copy
     return from_acc(xp, _from_last(xp, out, ax, False), dy)
 
@@ -511,7 +519,7 @@ def _prod_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> 
     if not (bool(lo >= _PROD_TINY) and bool(hi < torch.inf)):  # NaN fails both
         return None
     w = torch.mul(p, _to_last(xp, dy, ax, False), out=mag)  # dy_j P_j, in |P|'s array
-    s = w.cumsum_(-1) if reverse else w.flip(-1).cumsum_(-1).flip(-1)
+    s = _sums_on(w, reverse)
     out = s.div_(p)
     # y_{i-1}: y at the physical position before (after, in a reverse scan)
     ya = _to_last(xp, y, ax, False)
