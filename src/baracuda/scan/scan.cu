@@ -149,8 +149,15 @@ __device__ __forceinline__ bool key_wins(int mode, A r, A l) {
   return is_nan(r) || r > l || ((mode & 2) != 0 && r == l);
 }
 
-// I: the index type (int where every row is shorter than 2^31: MaxOp32).
-template <typename A, typename I = i64>
+// I: the index type (int where every row is shorter than 2^31: MaxOp32). kSelect: combine
+// evaluates every test (no short-circuit), and the compiler selects the winner's key and index
+// without branches; else it branches on the tests, as the short-circuit operators read: on
+// the strips' bf16 code (sm_90), 241 branches a chunk against 45 and 1748 instructions
+// against 1436. Which kernels take which was measured (docs/benchmarks.md, round 44): the
+// select wins in strips of 2- and 8-byte types, warp rows, segmented tiles and strided
+// chunks; the branches in f32 strips over long axes and in the chunked rows below f64, where
+// the select's registers spilled at the 64-register bound.
+template <typename A, typename I = i64, bool kSelect = true>
 struct MaxOp {
   typedef MaxIdx<A, I> S;
   static constexpr int kIn = 1;
@@ -158,7 +165,13 @@ struct MaxOp {
   int mode;
   __device__ S identity() const { return {A(0), I(-1)}; }
   __device__ S combine(S l, S r) const {
-    return r.i >= 0 && (l.i < 0 || key_wins(mode, r.v, l.v)) ? r : l;
+    if constexpr (kSelect) {
+      const bool take = (r.i >= 0) & ((l.i < 0) | is_nan(r.v) | (r.v > l.v) |
+                                      (((mode & 2) != 0) & (r.v == l.v)));
+      return {take ? r.v : l.v, take ? r.i : l.i};
+    } else {
+      return r.i >= 0 && (l.i < 0 || key_wins(mode, r.v, l.v)) ? r : l;
+    }
   }
   __device__ S make(const A* v, unsigned char, i64 p) const { return {max_key(mode, v[0]), (I)p}; }
   __device__ A out_value(S inc, S, const A*, A, unsigned char) const {
@@ -486,8 +499,17 @@ struct Pick<false, X, Y> {
 // _kernels._strip_width: axes shorter than 2^31), one register and one select an index where
 // int64 takes two (on an H200 over 4096 x 8192 along dim 0: f32 154.5 -> 144.5 us, bf16
 // 173.0 -> 159.4, f16 alike); f64 keeps int64 (256.9 against 266.9 with int).
+// f32 strips keep the branching combine (MaxOp's kSelect; over 4096 x 8192 along dim 0 the
+// select took 150.4 against 144.4 us, though 80.2 against 90.1 over 512 x 32768).
 template <typename A>
-using MaxStripOp = typename Pick<sizeof(BC_T) == 8, MaxOp<A>, MaxOp32<A>>::type;
+using MaxStripOp = typename Pick<sizeof(BC_T) == 8, MaxOp<A>,
+                                 MaxOp<A, int, sizeof(BC_T) == 2>>::type;
+// The chunked rows (rows1, rows8, their chunk states, lbrows) of cummax/cummin: the branching
+// combine below f64 (MaxOp's kSelect: with the select, rows8 spilled 104 bytes at its 64
+// registers in f32, and (4, 2^22) took 183.7 against 170.1 us in f32, 168.7 against 159.6 in
+// bf16; f64 gained, 256.4 -> 251.0). Strided chunks (cols) take the select in every type.
+template <typename A>
+using MaxRowsOp = MaxOp<A, i64, sizeof(BC_T) == 8>;
 // The logcumsumexp backward along contiguous rows (rows, look-back rows, segmented tiles): the
 // linear recurrence in 2-byte types, the running minimum otherwise (the ring takes
 // LseBwdStripOp, below). Strided axes keep the running minimum in every type: there the
@@ -537,8 +559,8 @@ using LseBwdStripOp = typename Pick<sizeof(BC_T) == 2, LseBwdLinOp<A>, LseBwdGro
 // 8-26 %, bf16 cumsum by 6 %).
 template <class Op>
 constexpr bool kStripSmemCarry = kGroupFactor<Op>;
-template <typename A, typename I>
-constexpr bool kStripSmemCarry<MaxOp<A, I>> = true;
+template <typename A, typename I, bool B>
+constexpr bool kStripSmemCarry<MaxOp<A, I, B>> = true;
 
 // A kGroupFactor group's factor from its end points: exp(y_next - y_first) in double (y at
 // the neighbour of its last position and at its first), 1 where they are equal (infinities
@@ -5117,7 +5139,7 @@ BC_SCAN_STREAM_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD_STREAM)
 BC_SCAN_STREAM_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_MAX)  // cummax and cummin
-BC_SCAN_ENTRIES(max, MaxOp, 2, 4)
+BC_SCAN_ENTRIES2(max, MaxRowsOp, MaxOp, 2, 4)
 BC_SCAN_SEG_WIDE_ENTRY(max, MaxOp32, sizeof(BC_T) == 2 ? 2 : 3)
 BC_SCAN_SEG1_ENTRY(max, MaxOp32)
 BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1, scan_pipe, 256, sizeof(BC_T) == 2 ? 2 : 3)
