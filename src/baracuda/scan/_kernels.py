@@ -360,14 +360,17 @@ STRIP_STAGED: dict[str, int] = {"sum": 1, "prod": 1, "max": 1, "lse": 1, "prod_b
 # 232.1); cummax/cummin (an index a position: f32 189.4 vs 210.8; in 2-byte types since
 # their index pairs, round 42: bf16 181.8 vs 209.1, 512 x 32768 86.7 vs 119.2, f16 alike;
 # f64 lost, 304.7 vs 291.8; round 43, the indices through the lane's own pointer: f32 154.3
-# vs 178.6 in 256, bf16 173.5 vs 190.4, f64 still lost, 284.4 vs 256.5). The cummax
+# vs 178.6 in 256, bf16 173.5 vs 190.4, f64 still lost, 284.4 vs 256.5; round 44, with the
+# select combine in 2- and 8-byte types, scan.cu MaxOp: bf16 back to 256, 114.7 vs 118.7,
+# 1024 x 8192 34.9 vs 36.0, though 512 x 32768 68.5 vs 66.1; f64 still lost, 217.7 vs
+# 217.6, 1024 x 8192 63.0 vs 58.7, 512 x 32768 128.4 vs 113.9). The cummax
 # backward's two passes have no such entry: since the winner flags' own store (round 42) its
 # first pass is faster in 256 threads (f32 139.8 vs 151.7 us, bf16 102.6 vs 118.8, f64 252.4
 # vs 296.9), and its second gains nothing in 512 (f32 139.0 vs 140.0, 1024 x 8192 45.8 vs
 # 46.0, 512 x 32768 94.1 vs 94.0). logcumsumexp lost in 512 both times (round 34: f32 152.1
 # vs 130.2; round 42, with its runs' cheaper exp and log: f32 103.3 vs 83.7, bf16 100.6 vs
 # 67.5), and has no such entry.
-STRIP_512_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("max", (2, 4)), ("lse_bwd", _ANY_SIZE))
+STRIP_512_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("max", (4,)), ("lse_bwd", _ANY_SIZE))
 STRIP_512_ENTRY_OPS = ("max", "lse_bwd")  # the ops with a strip512 entry
 
 
