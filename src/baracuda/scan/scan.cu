@@ -166,6 +166,8 @@ struct MaxOp {
   __device__ S identity() const { return {A(0), I(-1)}; }
   __device__ S combine(S l, S r) const {
     if constexpr (kSelect) {
+      // key_wins with every part evaluated, written out: in a helper of its own the machine
+      // code changed (bf16 strip512: 5104 -> 5600 instructions with l's emptiness passed in)
       const bool take = (r.i >= 0) & ((l.i < 0) | is_nan(r.v) | (r.v > l.v) |
                                       (((mode & 2) != 0) & (r.v == l.v)));
       return {take ? r.v : l.v, take ? r.i : l.i};
