@@ -607,3 +607,65 @@ def test_torch_sums_and_products_accumulate_in_double() -> None:
     dx = R.scan_backward(ScanKind.CUMSUM, dy, axis=1)
     ref = R.scan_backward(ScanKind.CUMSUM, dy.double().numpy(), axis=1)
     assert (np.abs(dx.double().numpy() - ref) / np.maximum(1.0, np.abs(ref))).max() < 1e-6
+
+
+def test_numpy_win_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cummax/cummin's winner positions on NumPy arrays: each win's position repeated over
+    its run where at most an eighth of the positions win, else the running maximum of the
+    wins' positions; both equal a line-by-line count on sparse and dense wins, the bound's
+    two sides, a rank-3 array, a strided view and lines of one position. End to end, NumPy's
+    cummax/cummin indices (either path, contiguous or strided axes, both ways, both tie
+    breaks, with NaN) equal array-api-strict's, which always scan."""
+    import numpy as np
+
+    taken = _spy_on(monkeypatch, "_win_runs")
+    rng = np.random.default_rng(11)
+
+    def by_line(won: Any) -> Any:
+        at = np.zeros(won.shape, dtype=np.int64)
+        for idx in np.ndindex(won.shape[:-1]):
+            last = 0
+            for q in range(won.shape[-1]):
+                last = q if won[(*idx, q)] else last
+                at[(*idx, q)] = last
+        return at
+
+    n = 96
+    eighth = np.zeros((4, n), dtype=bool)
+    eighth[:, :: n // (n // 8)] = True  # exactly an eighth
+    above = eighth.copy()
+    above[0, 5] = True  # one more
+    wide = rng.random((6, 2 * n)) < 0.05
+    cases = {
+        "sparse": (rng.random((5, n)) < 0.03, True),
+        "an eighth": (eighth, True),
+        "one more": (above, False),
+        "dense": (rng.random((5, n)) < 0.5, False),
+        "all": (np.ones((3, n), dtype=bool), False),
+        "rank 3": (rng.random((2, 3, n)) < 0.02, True),
+        "strided view": (wide[:, ::2], True),
+        "lines of one": (np.ones((7, 1), dtype=bool), False),
+    }
+    for what, (won, fast) in cases.items():
+        won[..., 0] = True  # every line's first position wins
+        taken.clear()
+        at = R._win_positions(np, won)
+        assert taken == [fast], what
+        assert at.dtype == np.int64 and at.shape == won.shape, what
+        np.testing.assert_array_equal(at, by_line(won), err_msg=what)
+    xps = pytest.importorskip("array_api_strict")
+    x = np.round(rng.standard_normal((40, 300)) * 3).astype(np.float32)
+    x[3, 50], x[7, 0] = np.nan, np.nan
+    x[:20, 100:] = np.arange(200)  # rows whose last two thirds rise: most positions win
+    paths = set()
+    for op in ("cummax", "cummin"):
+        for axis in (0, 1):
+            for reverse in (False, True):
+                for tie in (TieBreak.FIRST, TieBreak.LAST):
+                    want = getattr(R, op)(xps.asarray(x), axis, reverse, tie)
+                    taken.clear()
+                    got = getattr(R, op)(x, axis, reverse, tie)
+                    paths.update(taken)
+                    for w, g in zip(want, got, strict=True):
+                        np.testing.assert_array_equal(g, np.asarray(w), err_msg=op)
+    assert paths == {True, False}  # NumPy's calls took both paths

@@ -192,7 +192,16 @@ def _wins_along(xp: Any, xa: Any, is_min: bool, last: bool,
       alone (a later value wins by ``_wins``), whose values are the winners' own, signed
       zeros included;
     - each position's win: ``_wins`` (NaN, then the tie break's comparison); the first
-      position always wins."""
+      position always wins.
+    NumPy accumulates and compares along a strided or flipped last axis (a scan along
+    another axis, or in reverse) up to 3x slower than along a contiguous one, so such an
+    ``xa`` is copied contiguous first (f32 512 x 4096 along axis 0 on a 2-core CPU: cummax
+    46.4 -> 15.2 ms with ``_win_positions``; its accumulation alone took 21.5 ms there, 6.7
+    along axis 1)."""
+    if run is None and is_numpy_namespace(xp) and xa.ndim > 1 and xa.strides[-1] != xa.itemsize:
+        import numpy as np
+
+        xa = np.ascontiguousarray(xa)
     if run is None and getattr(xp, "take_along_axis", None) is not None:
         run = _running(xp, xa, is_min)
     elif run is None:
@@ -227,10 +236,7 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
         run, won = _wins_along(xp, xa, is_min, last, v)  # v compares as the extremum does
     else:
         run, won = _wins_along(xp, xa, is_min, last)
-    # scan positions in int32 where they fit (half the bytes of the scan)
-    q = xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64, device=device(xa))
-    at = _running(xp, xp.astype(won, q.dtype) * q, False)  # a win's position, else 0
-    at = xp.astype(at, xp.int64)
+    at = _win_positions(xp, won)
     if is_torch_namespace(xp):  # its take_along_axis: 16 ms, gather 0.4
         import torch  # (512 x 4096 f32 on a 2-core CPU)
 
@@ -245,6 +251,36 @@ def _extremum(xp: Any, xa: Any, is_min: bool, last: bool, reverse: bool) -> tupl
         else:
             v = run
     return v, (n - 1 - at) if reverse else at
+
+
+def _win_positions(xp: Any, won: Any) -> Any:
+    """The scan position (int64) of each position's latest win along the last axis of
+    ``won``, whose first position always wins: ``_win_runs`` where it applies, else a running
+    maximum of the wins' positions."""
+    at = _win_runs(xp, won)
+    if at is not None:
+        return at
+    n = won.shape[-1]
+    # scan positions in int32 where they fit (half the bytes of the scan)
+    q = xp.arange(n, dtype=xp.int32 if n < 2**31 else xp.int64, device=device(won))
+    at = _running(xp, xp.astype(won, q.dtype) * q, False)  # a win's position, else 0
+    return xp.astype(at, xp.int64)
+
+
+def _win_runs(xp: Any, won: Any) -> Any:
+    """``_win_positions`` on NumPy arrays where at most an eighth of the positions win (the
+    usual case: a random line of n positions has about ln n wins): each win's position
+    repeated over its run (``flatnonzero``, ``repeat``; f32 512 x 4096 on a 2-core CPU:
+    0.6-2 ms where 1-3 % of the positions win, against 7 for the scan, which is faster from
+    about a fifth of them on). None elsewhere (other namespaces, more wins, no element)."""
+    if not is_numpy_namespace(xp) or won.size == 0:
+        return None
+    import numpy as np
+
+    if 8 * np.count_nonzero(won) > won.size:
+        return None
+    f = np.flatnonzero(won)  # the wins in C order: every line's first position is one
+    return np.repeat(f % won.shape[-1], np.diff(f, append=won.size)).reshape(won.shape)
 
 
 def _sum_or_product(xp: Any, a: Any, product: bool) -> Any:
