@@ -433,6 +433,12 @@ def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: 
         xf = _to_last(xp, to_acc(xp, x), ax, reverse)  # forward order
         _, won = _wins_along(xp, xf, kind is ScanKind.CUMMIN, tie_break is TieBreak.LAST)
         flag = xp.flip(won, axis=-1)  # each position its own winner, in backward order
+        if is_numpy_namespace(xp):
+            # in C order: the segmented sums' steps along strided or flipped lines were slower
+            # (f32 4096 x 512 along axis 0 on a 2-core CPU: 48.9 -> 38.4 ms)
+            import numpy as np
+
+            g, flag = np.ascontiguousarray(g), np.ascontiguousarray(flag)
         out = xp.where(flag, g + _segsum(xp, flag, g), xp.zeros_like(g))
     return from_acc(xp, _from_last(xp, out, ax, back), dy)
 
@@ -500,6 +506,17 @@ def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> A
     return from_acc(xp, _from_last(xp, out, ax, False), dy)
 
 
+def _double_last(xp: Any, a: Any, ax: int) -> Any:
+    """``a`` in float64 with ``ax`` moved last; on NumPy arrays in C order, where ``astype``
+    keeps the moved axis's layout and every step along a strided last axis is slower (the
+    logcumsumexp backward over f32 4096 x 512 along axis 0 on a 2-core CPU: 60.7 -> 35.7 ms)."""
+    if is_numpy_namespace(xp):
+        import numpy as np
+
+        return np.ascontiguousarray(np.moveaxis(a, ax, -1), dtype=np.float64)
+    return xp.astype(_to_last(xp, a, ax, False), xp.float64)
+
+
 def _lse_gradient_std(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> Any:
     """``_lse_gradient`` in the standard's operations, for the other namespaces (NumPy and
     array-api-strict get the same values bit for bit): each step a new array, and the tests
@@ -511,7 +528,7 @@ def _lse_gradient_std(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) 
     cumsum = getattr(xp, "cumulative_sum", None)
     if cumsum is None:
         return None
-    g, xa, ya = (xp.astype(_to_last(xp, a, ax, False), xp.float64) for a in (dy, x, y))
+    g, xa, ya = (_double_last(xp, a, ax) for a in (dy, x, y))
     c = xp.min(ya, axis=-1, keepdims=True)
     top = xp.maximum(xp.max(ya, axis=-1, keepdims=True), xp.max(xa, axis=-1, keepdims=True))
     if not (bool(xp.all(xp.isfinite(ya))) and not bool(xp.any(xp.isnan(xa)))
