@@ -616,8 +616,6 @@ def test_numpy_win_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     two sides, a rank-3 array, a strided view and lines of one position. End to end, NumPy's
     cummax/cummin indices (either path, contiguous or strided axes, both ways, both tie
     breaks, with NaN) equal array-api-strict's, which always scan."""
-    import numpy as np
-
     taken = _spy_on(monkeypatch, "_win_runs")
     rng = np.random.default_rng(11)
 
