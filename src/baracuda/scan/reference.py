@@ -123,6 +123,22 @@ def _from_last(xp: Any, a: Any, axis: int, reverse: bool) -> Any:
     return xp.moveaxis(a, -1, axis)
 
 
+def _c_order(xp: Any, a: Any, dtype: Any = None) -> Any:
+    """``a`` (in ``dtype`` where given) in C order on NumPy arrays, copied only where it is not
+    already: NumPy's accumulations along a strided or flipped last axis (a scan along another
+    axis moved last, or in reverse) run up to 3x slower than along a contiguous one, and its
+    elementwise results keep their inputs' layout (f32 512 x 4096 along axis 0 on a 2-core
+    CPU: ``np.maximum.accumulate`` 21.5 ms, 6.7 along axis 1). Other namespaces: ``a`` as it
+    is (``astype`` to ``dtype``). Not for the blocked scans of cumsum, cumprod and
+    logcumsumexp, which measured faster on the strided views (cumsum along axis 0: 5.97 ms
+    against 12.4 with the copy)."""
+    if is_numpy_namespace(xp):
+        import numpy as np
+
+        return np.ascontiguousarray(a, dtype=dtype)
+    return a if dtype is None else xp.astype(a, dtype)
+
+
 def _axis(op: str, x: Any, axis: int) -> int:
     nd = len(x.shape)
     if nd == 0:
@@ -193,15 +209,10 @@ def _wins_along(xp: Any, xa: Any, is_min: bool, last: bool,
       zeros included;
     - each position's win: ``_wins`` (NaN, then the tie break's comparison); the first
       position always wins.
-    NumPy accumulates and compares along a strided or flipped last axis (a scan along
-    another axis, or in reverse) up to 3x slower than along a contiguous one, so such an
-    ``xa`` is copied contiguous first (f32 512 x 4096 along axis 0 on a 2-core CPU: cummax
-    46.4 -> 15.2 ms with ``_win_positions``; its accumulation alone took 21.5 ms there, 6.7
-    along axis 1)."""
-    if run is None and is_numpy_namespace(xp) and xa.ndim > 1 and xa.strides[-1] != xa.itemsize:
-        import numpy as np
-
-        xa = np.ascontiguousarray(xa)
+    Both on ``xa`` in C order (``_c_order``; f32 512 x 4096 along axis 0 on a 2-core CPU:
+    cummax 46.4 -> 15.2 ms with ``_win_positions``)."""
+    if run is None:
+        xa = _c_order(xp, xa)
     if run is None and getattr(xp, "take_along_axis", None) is not None:
         run = _running(xp, xa, is_min)
     elif run is None:
@@ -433,12 +444,9 @@ def _scan_backward(kind: ScanKind, dy: Any, x: Any, y: Any, axis: int, reverse: 
         xf = _to_last(xp, to_acc(xp, x), ax, reverse)  # forward order
         _, won = _wins_along(xp, xf, kind is ScanKind.CUMMIN, tie_break is TieBreak.LAST)
         flag = xp.flip(won, axis=-1)  # each position its own winner, in backward order
-        if is_numpy_namespace(xp):
-            # in C order: the segmented sums' steps along strided or flipped lines were slower
-            # (f32 4096 x 512 along axis 0 on a 2-core CPU: 48.9 -> 38.4 ms)
-            import numpy as np
-
-            g, flag = np.ascontiguousarray(g), np.ascontiguousarray(flag)
+        # in C order: the segmented sums' steps along strided or flipped lines were slower
+        # (f32 4096 x 512 along axis 0 on a 2-core CPU: 48.9 -> 38.4 ms)
+        g, flag = _c_order(xp, g), _c_order(xp, flag)
         out = xp.where(flag, g + _segsum(xp, flag, g), xp.zeros_like(g))
     return from_acc(xp, _from_last(xp, out, ax, back), dy)
 
@@ -506,17 +514,6 @@ def _lse_gradient(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> A
     return from_acc(xp, _from_last(xp, out, ax, False), dy)
 
 
-def _double_last(xp: Any, a: Any, ax: int) -> Any:
-    """``a`` in float64 with ``ax`` moved last; on NumPy arrays in C order, where ``astype``
-    keeps the moved axis's layout and every step along a strided last axis is slower (the
-    logcumsumexp backward over f32 4096 x 512 along axis 0 on a 2-core CPU: 60.7 -> 35.7 ms)."""
-    if is_numpy_namespace(xp):
-        import numpy as np
-
-        return np.ascontiguousarray(np.moveaxis(a, ax, -1), dtype=np.float64)
-    return xp.astype(_to_last(xp, a, ax, False), xp.float64)
-
-
 def _lse_gradient_std(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) -> Any:
     """``_lse_gradient`` in the standard's operations, for the other namespaces (NumPy and
     array-api-strict get the same values bit for bit): each step a new array, and the tests
@@ -528,7 +525,9 @@ def _lse_gradient_std(xp: Any, dy: Any, x: Any, y: Any, ax: int, reverse: bool) 
     cumsum = getattr(xp, "cumulative_sum", None)
     if cumsum is None:
         return None
-    g, xa, ya = (_double_last(xp, a, ax) for a in (dy, x, y))
+    # in C order: on NumPy every step along a strided last axis was slower (f32 4096 x 512
+    # along axis 0 on a 2-core CPU: 60.7 -> 35.7 ms)
+    g, xa, ya = (_c_order(xp, _to_last(xp, a, ax, False), xp.float64) for a in (dy, x, y))
     c = xp.min(ya, axis=-1, keepdims=True)
     top = xp.maximum(xp.max(ya, axis=-1, keepdims=True), xp.max(xa, axis=-1, keepdims=True))
     if not (bool(xp.all(xp.isfinite(ya))) and not bool(xp.any(xp.isnan(xa)))
