@@ -998,8 +998,10 @@ def test_scan_programs_hold_every_kernel_once() -> None:
 _FORWARD_OPS = {ScanKind.CUMSUM: ("sum",), ScanKind.CUMPROD: ("prod",), ScanKind.CUMMAX: ("max",),
                 ScanKind.CUMMIN: ("max",), ScanKind.LOGCUMSUMEXP: ("lse",)}  # fmt: skip
 _BACKWARD_OPS = {ScanKind.CUMSUM: ("sum",), ScanKind.CUMPROD: ("prod_bwd",),
-                 ScanKind.CUMMAX: ("maxflag", "seg_bwd", "max_bwd_rows", "max_bwd_rows8"),
-                 ScanKind.CUMMIN: ("maxflag", "seg_bwd", "max_bwd_rows", "max_bwd_rows8"),
+                 ScanKind.CUMMAX: ("maxflag", "seg_bwd", "max_bwd_rows", "max_bwd_rows8",
+                                   "max_bwd_strip"),
+                 ScanKind.CUMMIN: ("maxflag", "seg_bwd", "max_bwd_rows", "max_bwd_rows8",
+                                   "max_bwd_strip"),
                  ScanKind.LOGCUMSUMEXP: ("lse_bwd",)}  # fmt: skip
 
 
@@ -1335,7 +1337,55 @@ def test_strip_ops_by_itemsize() -> None:
             assert wide == (op == "lse_bwd" or (op == "max" and size == 4)), (op, size)
 
 
-@pytest.mark.parametrize("op", sorted(STRIP_STAGED))
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
+def test_max_backward_strip_launch(itemsize: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Along a strided axis whose lines come in strips, the cummax/cummin backward is one
+    launch of a block per strip (scan_max_bwd_strip: x as IN0, dy as IN1, dx as OUT, the
+    forward's direction and mode) with MAX_BWD_STRIP_STAGES chunks of MAX_BWD_STRIP_CHUNK
+    bytes of x and of dy, no workspace. Nothing is enqueued (the two passes run) where
+    STRIP_MAX_BACKWARD is off, x's lines do not come in strips, or the ring does not fit."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    seen: list[tuple[object, int, int, object]] = []
+
+    def launch(fn: str, grid: object, block: int, smem: int, stream: object,
+               args: list[object], name: str = "", **kw: object) -> None:  # fmt: skip
+        seen.append((grid, block, smem, args[0]))
+        log.launch(fn, grid, block, smem, stream, args, name)
+
+    _patch(monkeypatch, "launch", launch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    shape, dense_x = (4096, 8192), Slot(1 << 30, (8192, 1))
+
+    def run(x: Slot = dense_x) -> str | None:
+        log.calls.clear()
+        return launch_max_backward(log, None, shape, 0, reverse=True, mode=3,  # type: ignore[arg-type]
+                                   dy=Slot(2 << 30, (8192, 1)), x=x, dx=Slot(3 << 30, (8192, 1)),
+                                   flags=Slot(4 << 30, (8192, 1)), layout="cols",
+                                   itemsize=itemsize, sm_count=132)  # fmt: skip
+
+    # 8192 lines: 256-byte strips fill 3/4 of the SMs in f32 and f64, 128-byte ones in bf16
+    width = 128 if itemsize == 2 else 256
+    strips = 8192 * itemsize // width
+    assert run() == f"max_bwd_strip{width}x{strips}"
+    assert [c[0] for c in log.calls] == ["scan_max_bwd_strip"]
+    smem = K.strip_smem("max_bwd", itemsize)
+    assert smem == 2 * K.MAX_BWD_STRIP_CHUNK * K.MAX_BWD_STRIP_STAGES == 128 * 1024
+    grid, block, got_smem, params = seen[-1]
+    assert (grid, block, got_smem) == ((strips, 1, 1), 256, smem)
+    assert [params.op[k].ptr for k in range(4)] == [1 << 30, 2 << 30, 0, 3 << 30]  # type: ignore[attr-defined]
+    assert (params.reverse, params.mode, params.width) == (1, 3, width)  # type: ignore[attr-defined]
+    assert run(Slot(1 << 30, (16384, 2))) is None  # x every other line: no strips
+    assert run(Slot((1 << 30) + itemsize, (8192, 1))) is None  # x misaligned
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: smem - 1)
+    assert run() is None
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    monkeypatch.setattr(K, "STRIP_MAX_BACKWARD", False)
+    assert run() is None and log.calls == []
+
+
+@pytest.mark.parametrize("op", sorted(set(STRIP_STAGED) - {"max_bwd"}))
 def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Strips are one launch of a block per strip with a ring of STRIP_STAGES chunks of each
     staged operand (128 KiB for one, 192 for three) and no workspace; of 512 threads where

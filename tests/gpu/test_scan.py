@@ -1491,14 +1491,15 @@ def test_fused_extrema_backward_operands_of_other_layouts(kind: ScanKind, elemen
 
 def check_max_backward(kind: ScanKind, element: ElementKind, dy: Any, x: Any, what: str,
                        expect: Callable[[list[str], str], None], names: list[str],
-                       monkeypatch: Any) -> None:  # fmt: skip
-    """The cummax/cummin backward of ``dy`` and ``x`` along their last axis, both tie-breaks
-    and directions: ``expect(kernels, what)`` checks the kernels it ran (``names``, from
-    ``launched_kernels``); dx (poisoned beforehand) against the float64 reference and against
-    the two launches (flags, then the segmented scan)."""
+                       monkeypatch: Any, axis: int = -1) -> None:  # fmt: skip
+    """The cummax/cummin backward of ``dy`` and ``x`` along ``axis`` (the last by default),
+    both tie-breaks and directions: ``expect(kernels, what)`` checks the kernels it ran
+    (``names``, from ``launched_kernels``); dx (poisoned beforehand) against the float64
+    reference and against the two launches (flags, then the segmented scan)."""
     from baracuda.scan import _kernels as K
 
-    axis, sc = x.dim() - 1, max(1.0, math.sqrt(x.shape[-1]) / 4)
+    axis %= x.dim()
+    sc = max(1.0, math.sqrt(x.shape[axis]) / 4)
     x64, dy64 = _np64(x), _np64(dy)
     for tie in TieBreak:
         for reverse in (False, True):
@@ -1507,8 +1508,9 @@ def check_max_backward(kind: ScanKind, element: ElementKind, dy: Any, x: Any, wh
             dx = run_backward(kind, dy, x, None, axis, reverse, tie)
             expect(list(names), w)
             with np.errstate(invalid="ignore"):  # inf - inf where a segment holds both
-                ref = R.scan_backward(kind, dy64, x=x64, axis=-1, reverse=reverse, tie_break=tie)
-                mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=-1,
+                ref = R.scan_backward(kind, dy64, x=x64, axis=axis, reverse=reverse,
+                                      tie_break=tie)  # fmt: skip
+                mag = np.abs(R.scan_backward(kind, np.abs(dy64), x=x64, axis=axis,
                                              reverse=reverse, tie_break=tie))  # fmt: skip
             assert_close(dx, ref, element, scale=sc, magnitude=mag, what=w)
             monkeypatch.setattr(K, "FUSED_MAX_BACKWARD", False)
@@ -1518,6 +1520,62 @@ def check_max_backward(kind: ScanKind, element: ElementKind, dy: Any, x: Any, wh
             assert names and not any(k.startswith("scan_max_bwd") for k in names), (w, names)
             assert_close(dx, _np64(two), element, scale=sc, magnitude=mag,
                          what=f"{w} vs two passes")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", EXTREMA, ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_max_backward_strips(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """The cummax/cummin backward along a strided axis in one pass of strips
+    (scan_max_bwd_strip, STRIP_MAX_BACKWARD; the fill thresholds at 0 so that small tensors
+    take them): 256- and 128-byte strips, axes of two positions, around a chunk and past the
+    ring, a rank-3 tensor along its middle dim. Its lines hold winners that pend over every
+    chunk (the first position the extremum), a winner at every position (rising, falling, all
+    tied under either tie break), NaN, infinities, and inf and NaN in dy. Both tie breaks and
+    directions, dx poisoned beforehand, against the float64 reference and against the two
+    passes."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    names = launched_kernels(monkeypatch)
+    kernel = "scan_max_bwd_strip"
+    dt = torch_dtype(element)
+    w128, w256 = 128 // element.itemsize, 256 // element.itemsize  # lines in a strip
+    chunk = K.MAX_BWD_STRIP_CHUNK
+    r256, r128 = chunk // 256, chunk // 128  # positions a chunk
+    ring = K.MAX_BWD_STRIP_STAGES * r256  # positions in flight (256-byte strips)
+    cases = [((n, 2 * w256), 0, 256) for n in (2, r256 - 1, r256, r256 + 1, ring + 3, 1500)]
+    cases += [((n, 3 * w128), 0, 128) for n in (r128 + 1, 1300)]
+    cases.append(((3, 300, 2 * w256), 1, 256))
+    for shape, axis, width in cases:
+        rng = np.random.default_rng(shape[axis] + width)
+        xn = np.moveaxis(np.round(rng.standard_normal(shape) * 3) / 4, axis, 0)  # a view
+        n = xn.shape[0]
+        xn[:, ..., 0] = 2.0  # all tied
+        xn[:, ..., 1] = np.arange(n)[:, None] if xn.ndim == 3 else np.arange(n)  # rising
+        xn[:, ..., 2] = -xn[:, ..., 1]  # falling
+        xn[0, ..., 3] = np.inf  # cummax's extremum first: its winner pends to the end
+        xn[0, ..., 4] = -np.inf  # cummin's
+        xn[:, ..., 5] = -np.inf
+        xn[n // 2, ..., 6] = np.nan
+        xn[n // 3:, ..., 7] = np.nan
+        xn[1:, ..., 8] = np.inf
+        dyn = np.moveaxis(rng.standard_normal(shape), axis, 0)
+        dyn[n // 3, ..., 9] = np.inf
+        dyn[n // 2, ..., 10] = np.nan
+        x = torch.from_numpy(np.ascontiguousarray(np.moveaxis(xn, 0, axis))).to("cuda", dt)
+        dy = torch.from_numpy(np.ascontiguousarray(np.moveaxis(dyn, 0, axis))).to("cuda", dt)
+
+        def expect(seen: list[str], what: str, shape: tuple[int, ...] = shape, axis: int = axis,
+                   width: int = width) -> None:  # fmt: skip
+            assert seen == [kernel], (what, seen)
+            slots = [K.Slot(x.data_ptr(), tuple(x.stride())),
+                     K.Slot(dy.data_ptr(), tuple(dy.stride())), None,
+                     K.Slot(dy.data_ptr(), tuple(dy.stride())), None]  # fmt: skip
+            assert K._strip_width("max_bwd", shape, axis, slots, element.itemsize, 132) == width
+
+        check_max_backward(kind, element, dy, x, f"{kind.value} {shape} axis={axis}", expect,
+                           names, monkeypatch, axis)  # fmt: skip
 
 
 def max_ring_kernel(shape: tuple[int, ...], itemsize: int, sm: int) -> str | None:
@@ -1750,14 +1808,16 @@ def _op_of(kind: ScanKind) -> str:
             ScanKind.CUMMAX: "max", ScanKind.CUMMIN: "max"}[kind]  # fmt: skip
 
 
-# the ops of each backward's launches, and whether each reads the saved x (else only dy and
-# the forward's y or the winner flags, all laid out like the shape's contiguous tensor)
+# the ops of each backward's launches in strips, and whether each reads the saved x (else
+# only dy and the forward's y, laid out like the shape's contiguous tensor). The cummax/cummin
+# backward is one pass (max_bwd, STRIP_MAX_BACKWARD); where x takes no strips it is two, and
+# the second (seg_bwd: dy, dx and the winner flags) takes them where the shape's layout does.
 _BACKWARD_OPS: dict[ScanKind, tuple[tuple[str, bool], ...]] = {
     ScanKind.CUMSUM: (("sum", False),),
     ScanKind.CUMPROD: (("prod_bwd", True),),
     ScanKind.LOGCUMSUMEXP: (("lse_bwd", True),),
-    ScanKind.CUMMAX: (("maxflag", True), ("seg_bwd", False)),
-    ScanKind.CUMMIN: (("maxflag", True), ("seg_bwd", False)),
+    ScanKind.CUMMAX: (("max_bwd", True),),
+    ScanKind.CUMMIN: (("max_bwd", True),),
 }
 
 
@@ -1894,6 +1954,8 @@ def test_scan_strips(kind: ScanKind, element: ElementKind, wide: bool, monkeypat
             expect = [strip] if want else []
             expect += [strip_of(o) for o, reads_x in _BACKWARD_OPS[kind]
                        if dense_ok and (want or not reads_x)]  # fmt: skip
+            if kind in EXTREMA and dense_ok and not want:  # two passes, the second in strips
+                expect.append(strip_of("seg_bwd"))
             assert [k for k in seen if "_strip" in k] == expect, (label, seen)
             if want:
                 # the width the host chose (the kernel reads it from params.width)

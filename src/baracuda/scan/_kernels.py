@@ -24,8 +24,9 @@ the final pass rescans each chunk from its carry; so do both with ``LOOKBACK`` o
 tiles that are one run of memory move through shared memory in 16-byte vectors
 (``lbstage``); cumsum/cumprod tiles of a 2-byte type whose adjacent lines pair up in 4-byte
 words take two groups of 32 lines, a thread per line pair (``lbpair``). The cummax/cummin
-backward runs in one kernel through a ring (contiguous rows of whole vectors, as above) or
-where a warp or a block takes a whole row (``launch_max_backward``), else in two launches.
+backward runs in one kernel through a ring (contiguous rows of whole vectors, as above), in
+strips (a strided axis whose lines come in strips), or where a warp or a block takes a whole
+row (``launch_max_backward``), else in two launches.
 """
 
 from __future__ import annotations
@@ -347,12 +348,14 @@ _ANY_SIZE = (2, 4, 8)
 STRIP_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("sum", _ANY_SIZE), ("prod", _ANY_SIZE), ("max", _ANY_SIZE), ("lse", (2, 4)),
     ("prod_bwd", _ANY_SIZE), ("lse_bwd", _ANY_SIZE), ("maxflag", _ANY_SIZE),
-    ("seg_bwd", _ANY_SIZE),
+    ("seg_bwd", _ANY_SIZE), ("max_bwd", _ANY_SIZE),
 )  # fmt: skip
 # the ops with a strip entry, and the operands each stages (IN0 ..: its inputs, and y for the
 # cumprod backward's neighbour; scan.cu kInputsY)
+# (max_bwd: the cummax/cummin backward's one-pass strips, x and dy: launch_max_backward)
 STRIP_STAGED: dict[str, int] = {"sum": 1, "prod": 1, "max": 1, "lse": 1, "prod_bwd": 3,
-                                "lse_bwd": 3, "maxflag": 1, "seg_bwd": 1}  # fmt: skip
+                                "lse_bwd": 3, "maxflag": 1, "seg_bwd": 1,
+                                "max_bwd": 2}  # fmt: skip
 # Switch: the ops of STRIP_512_OPS in their itemsizes take strips in blocks of 512 threads
 # (scan_strip512: half the positions a thread and a chunk, twice the warps an SM), where
 # their work a position is long: the logcumsumexp backward (its exps; bf16 over 4096 x 8192
@@ -381,6 +384,8 @@ def _listed(table: tuple[tuple[str, tuple[int, ...]], ...], op: str, itemsize: i
 
 
 STRIP_CHUNK = 16384  # scan.cu kStripChunk
+MAX_BWD_STRIP_CHUNK = 16384  # scan.cu kMaxBwdStripChunk
+MAX_BWD_STRIP_STAGES = 4  # its chunks in flight (128 KiB of ring)
 STRIP_STAGES = 8  # scan.cu kStripStages: chunks in flight
 # strips per SM at least (fewer: a block per strip leaves too many SMs idle), and the share
 # of SMs the wider strips must fill before they are taken
@@ -392,7 +397,10 @@ def strip_smem(op: str, itemsize: int) -> int:
     """The ring of ``op``'s strip launch in ``itemsize``-byte elements: STRIP_STAGES chunks of
     each staged operand, of STRIP_CHUNK bytes for one operand and half that for more
     (scan.cu kStripChunkOf: 128 and 192 KiB), and for the cummax backward's second pass the
-    chunk's winner flags (a byte an element: 144 to 192 KiB)."""
+    chunk's winner flags (a byte an element: 144 to 192 KiB); the cummax backward's one pass
+    (max_bwd) MAX_BWD_STRIP_STAGES chunks of MAX_BWD_STRIP_CHUNK bytes of x and of dy."""
+    if op == "max_bwd":
+        return 2 * MAX_BWD_STRIP_CHUNK * MAX_BWD_STRIP_STAGES
     staged = STRIP_STAGED[op]
     chunk = STRIP_CHUNK if staged == 1 else STRIP_CHUNK // 2
     flags = chunk // itemsize if op == "seg_bwd" else 0
@@ -421,8 +429,8 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     innermost outer dim of stride 1 (the flags the cummax backward's second pass reads also
     16-byte aligned, with every other stride a multiple of 16); 256-byte strips where they
     fill ``STRIP_WIDE_FILL`` of the SMs, else 128-byte strips where they fill
-    ``STRIP_MIN_FILL``. cummax/cummin's strips below 8-byte types carry their positions as
-    int (scan.cu MaxStripOp): axes shorter than 2^31 only."""
+    ``STRIP_MIN_FILL``. cummax/cummin's strips below 8-byte types carry their
+    positions as int (scan.cu MaxStripOp): axes shorter than 2^31 only."""
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
     if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
@@ -729,6 +737,15 @@ RING_MAX_BACKWARD_STAGES = 3  # scan.cu kRingStagesOf<2>
 # 28.6; in f32, 1500 x 2048 gained (24.4 against 26.6) but 8192 x 2048 lost (83.2 against
 # the warp per line's 74.0), so 2-byte types only (f64 not measured). Read at each launch.
 RING_MAX_BACKWARD_SHORT_ITEMSIZES: tuple[int, ...] = (2,)
+# Switch (under FUSED_MAX_BACKWARD): along a strided axis whose lines come in strips
+# (``_strip_width`` of "max_bwd": x, dy and dx), one pass of a block a strip (scan.cu,
+# scan_max_bwd_strip: x and dy staged, each position's winner flag in registers, a line's last
+# winner pending across chunks) instead of the two strip passes with a flag byte a position
+# through memory. On an H200 over 4096 x 8192 along dim 0 (docs/benchmarks.md, round 45) it
+# took f32 106.8 us against 139.9, bf16 67.3 against 102.7, f16 66.2 against 93.4, f64 206.1
+# against 250.8; over 512 x 32768, 60.9 / 40.6 / 116.2 against 94.5 / 81.0 / 149.0. Read at
+# each launch.
+STRIP_MAX_BACKWARD = True
 assert RING_MAX_BACKWARD_CHUNK * 2 * RING_MAX_BACKWARD_STAGES == RING_SMEM
 
 # scan.cu is compiled as one program per group of ops (the macro BC_SCAN_GROUP_<NAME>): a
@@ -821,7 +838,8 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_strip512" for op in ops if op in STRIP_512_ENTRY_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
-        + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8")
+        + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
+            "scan_max_bwd_strip")
            if group == "max_bwd" else ())
     )  # fmt: skip
 
@@ -1267,13 +1285,14 @@ _SWITCHES = (
     "STREAM_ROWS", "STREAM_LINES", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES",
     "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD", "RING_MAX_BACKWARD",
-    "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE",
+    "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
     "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_STAGED",
     "STRIP_512_ENTRY_OPS",
-    "STRIP_CHUNK", "STRIP_STAGES", "RING_CHUNK", "RING_STAGES", "RING_SMEM",
+    "STRIP_CHUNK", "STRIP_STAGES", "MAX_BWD_STRIP_CHUNK", "MAX_BWD_STRIP_STAGES", "RING_CHUNK",
+    "RING_STAGES", "RING_SMEM",
     "COOP_ROW_BYTES",
     "SCAN_GROUPS", "LINES_OPS", "LINES_KINDS", "LINES_GROUPS", "ROUNDS_OPS", "ROUNDS_KINDS",
     "ROUNDS_GROUPS", "SCAN_SOURCES", "BLOCK", "STATE_BYTES", "LB_HEADER", "STREAM_OPS",
@@ -1702,20 +1721,54 @@ def _max_ring(module: LoadedModule, shape: tuple[int, ...], axis: int, *, revers
     return (params, grid, kernel) if grid else None
 
 
+def _max_strip(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int, *,
+               reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot, itemsize: int,
+               sm_count: int, rec: Recorder | None) -> str | None:  # fmt: skip
+    """Enqueue the cummax/cummin backward in strips of one pass (``scan_max_bwd_strip``:
+    IN0 = x, IN1 = dy, OUT = dx, ``reverse`` and ``mode`` the forward's) where
+    ``STRIP_MAX_BACKWARD`` is on, the lines come in strips (``_strip_width`` of "max_bwd")
+    and the ring fits on the device; returns the variant
+    run, or None (nothing enqueued)."""
+    if not STRIP_MAX_BACKWARD:
+        return None
+    operands: list[Slot | None] = [x, dy, None, dx, None]
+    sw = _strip_width("max_bwd", shape, axis, operands, itemsize, sm_count)
+    kernel, block = "scan_max_bwd_strip", BLOCK
+    smem = strip_smem("max_bwd", itemsize)
+    if not sw or _smem_room(module, kernel) < smem:
+        return None
+    params = _params(shape, axis, operands, (IN0, IN1, OUT), itemsize, "cols", reverse, mode)
+    params.width = sw
+    strips = numel(shape) // shape[axis] * itemsize // sw
+    fn = module.function(kernel, smem)
+    grid = (strips, 1, 1)
+    launch(fn, grid, block, smem, stream, [params], kernel)
+    if rec is not None:  # its pointers: (dy, x, dx, flags); x is IN0, dy IN1
+        rec.kernel(fn, grid, block, smem, [(params, (1, 0, None, 2, None))], kernel, False,
+                   False)  # fmt: skip
+    return f"max_bwd_strip{sw}x{strips}"
+
+
 def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int,
                         *, reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot, flags: Slot,
                         layout: str, itemsize: int, sm_count: int,
                         rec: Recorder | None = None) -> str | None:  # fmt: skip
     """Enqueue the cummax/cummin backward in one kernel (``reverse`` and ``mode`` of the
     forward, winner flags in ``flags`` laid out for ``layout``) where it applies:
-    ``FUSED_MAX_BACKWARD`` on, ``layout`` "rows", and either a ring (``_max_ring``), or not
-    both passes on segmented tiles (``_seg_rows`` of each) and either a warp per line
+    ``FUSED_MAX_BACKWARD`` on, and for ``layout`` "cols" strips (``_max_strip``); for "rows"
+    either a ring (``_max_ring``), or not both passes on segmented tiles (``_seg_rows`` of
+    each) and either a warp per line
     (``chunking`` takes ``rows1``: ``scan_max_bwd_rows``) or, with
     ``FUSED_MAX_BACKWARD_BLOCKS``, a block per whole line (``rows8`` in one chunk a line:
     ``scan_max_bwd_rows8``). Returns the variant run, or None
     (nothing enqueued: take two passes)."""
     total = numel(shape)
-    if not FUSED_MAX_BACKWARD or layout != "rows" or total == 0:
+    if not FUSED_MAX_BACKWARD or total == 0:
+        return None
+    if layout == "cols":
+        return _max_strip(module, stream, shape, axis, reverse=reverse, mode=mode, dy=dy, x=x,
+                          dx=dx, itemsize=itemsize, sm_count=sm_count, rec=rec)  # fmt: skip
+    if layout != "rows":
         return None
     n = shape[axis]
     ring = _max_ring(module, shape, axis, reverse=reverse, mode=mode, dy=dy, x=x, dx=dx,

@@ -3448,6 +3448,65 @@ __device__ __forceinline__ Cw carry_join(const Op& op, const Cw& l, const Cw& r)
     return seg_join(op, l, r);
 }
 
+// The copies of a strip launch's NS staged operands IN0 .. (max_bwd_strip_w; scan_strip_w
+// writes the same copies out): chunk k, its R = CH / SW positions of SW bytes of each operand,
+// to `slot` (operand j at j CH); a thread copies the same (row, 16 bytes) of every chunk and
+// operand. Positions past n are zero-filled (read from position 0). Scan order q sits at the
+// operand's base + q step (reverse: from the last position down). scan_strip_w keeps its own
+// copy: on this struct its 44 entries compiled to other machine code (sm_90), and on free
+// functions shared by both, this kernel's did; only each one's code as it stands was measured
+// (docs/benchmarks.md, round 45).
+template <typename T, int NS, int CH, int SW, int NT>
+struct StripCopies {
+  static constexpr int R = CH / SW, COPIES = CH / 16 / NT;
+  static_assert(COPIES >= 1, "a copy a thread at least");
+  const unsigned char* src[NS];
+  i64 in_step[NS];
+  int copy_row[COPIES], copy_smem[COPIES];
+  i64 copy_off[NS][COPIES];
+  __device__ __forceinline__ StripCopies(const Params& P, const Coord& c) {
+    const i64 dir = P.reverse ? -1 : 1;
+#pragma unroll
+    for (int j = 0; j < NS; ++j) {
+      in_step[j] = dir * P.op[j].axis_stride * (i64)sizeof(T);
+      src[j] = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, j) +
+                                                      dot(c, P.op[j].outer, P.outer.rank));
+      if (P.reverse) src[j] -= (P.n - 1) * in_step[j];
+    }
+#pragma unroll
+    for (int l = 0; l < COPIES; ++l) {
+      const int piece = (int)threadIdx.x + l * NT, r = piece / (SW / 16), q = piece % (SW / 16);
+      copy_row[l] = r;
+      copy_smem[l] = r * SW + q * 16;
+#pragma unroll
+      for (int j = 0; j < NS; ++j) copy_off[j][l] = r * in_step[j] + q * 16;
+    }
+  }
+  // chunk k (whole, or the last and partial) by cp.async, without a commit
+  __device__ __forceinline__ void copy(unsigned char* slot, i64 k, i64 n) const {
+    if ((k + 1) * R <= n) {  // a whole chunk (uniform over the block)
+#pragma unroll
+      for (int j = 0; j < NS; ++j) {
+        const unsigned char* chunk = src[j] + k * R * in_step[j];
+#pragma unroll
+        for (int l = 0; l < COPIES; ++l)
+          cp_async16(slot + j * CH + copy_smem[l], chunk + copy_off[j][l]);
+      }
+    } else {  // the last, partial chunk: rows past n are zero-filled, read from row 0
+#pragma unroll
+      for (int j = 0; j < NS; ++j) {
+        const unsigned char* chunk = src[j] + k * R * in_step[j];
+#pragma unroll
+        for (int l = 0; l < COPIES; ++l) {
+          const bool in = k * R + copy_row[l] < n;
+          cp_async16_fill(slot + j * CH + copy_smem[l], in ? chunk + copy_off[j][l] : src[j],
+                          in ? 16 : 0);
+        }
+      }
+    }
+  }
+};
+
 // NT threads; tot: 2 x NT x C words in shared memory (the row groups' totals, two chunks
 // apart; for kStripSmemCarry ops NT x C more, the carry)
 template <typename T, typename A, class Op, int SW, int NT>
@@ -3801,6 +3860,303 @@ __device__ void scan_strip(const Params& P) {
 template <typename T, typename A, class Op>
 __device__ void scan_strip512(const Params& P) {
   scan_strip<T, A, Op, 512>(P);
+}
+
+// ------------------------ the cummax/cummin backward along a strided axis (max_bwd_strip)
+// Strips of adjacent lines as scan_strip takes them (the host's condition: _kernels._strip_width
+// of "max_bwd"), x and dy staged (IN0 = x, IN1 = dy, OUT = dx; `reverse` and `mode` those of
+// the forward), chunks of CH bytes of each in the forward's scan order, STAGES in flight: one
+// pass, as max_bwd_ring_dir takes a row. A chunk takes two exchanges of the row groups' states
+// a line, in shared memory:
+//  - their running keys (MaxFlagOp), on from the line's carry, give each of a thread's
+//    positions its winner flag (a bit a position, in registers);
+//  - their segmented sums of dy (whether the group holds a winner; its dy before the first)
+//    give each thread the dy after its positions up to the next winner in the chunk, and it
+//    walks its positions from its last: a winner's dx is its dy and those after it up to the
+//    next winner; every other position's is 0.
+// A line's last winner in a chunk stays pending (its scan position and partial dx, taken over
+// by the line's thread of group 0), gains each later chunk's dy before that chunk's first
+// winner (all of its dy where it has none), and is stored once a later chunk has a winner or
+// the axis ends (its partial was stored with its position first, past a block barrier).
+// Positions past n hold x = 0 and dy = 0: they never win (masked) and are never stored. The
+// two passes it replaces moved a flag byte a position through memory both ways: 8 bytes a
+// bf16 position where this moves 6. The keys' combine is one max.NaN below f64, the tie break
+// a template argument (an instantiation each) and cummin's keys are x with its sign bits
+// flipped as loaded: on an H200 (docs/benchmarks.md, round 45) bf16 over 4096 x 8192 along
+// dim 0 took 67.3 us against 84.3 with MaxFlagOp's combine, the mode's tests at run time and a
+// second walk for the thread's dy before its first winner (f32 106.8 against 108.0). Blocks of
+// 512 threads (twice the exchanges a position) were slower: bf16 88.4, f64 266.8 against
+// 206.1.
+//
+// The running key's combine in max_bwd_strip_w (MaxFlagOp's: NaN sticks): one instruction
+// in float (max.NaN: NaN where either is; of two zeros either, and they compare equal).
+__device__ __forceinline__ float key_max(float l, float r) {
+  float m;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(l), "f"(r));
+  return m;
+}
+__device__ __forceinline__ double key_max(double l, double r) { return is_nan(r) || r > l ? r : l; }
+// A later key r wins against the running key l (key_wins, the tie break a template argument)
+template <bool kTieLast, typename A>
+__device__ __forceinline__ bool key_beats(A r, A l) {
+  return is_nan(r) | (kTieLast ? r >= l : r > l);
+}
+// The sign bits of the elements in a word (cummin's keys: x negated as loaded)
+template <typename T, typename W>
+__device__ __forceinline__ constexpr W sign_bits() {
+  W m = 0;
+  for (int j = 0; j < (int)(sizeof(W) / sizeof(T)); ++j)
+    m |= W(1) << (8 * (int)sizeof(T) * (j + 1) - 1);
+  return m;
+}
+// a thread's states of its C lines, exchanged as one vector
+template <typename A, int C>
+struct alignas(sizeof(A) * C) StripKeys {
+  A v[C];
+};
+template <typename A, int C>
+struct alignas(2 * sizeof(A) * C) StripSegs {
+  Pair<A> v[C];
+};
+
+// The exchanges of max_bwd_strip_w in shared memory: the row groups' running keys of the
+// chunk and their segmented sums (a thread's each), and a line's last winner in the chunk (its
+// scan position and partial dx; C x LPR lines, at most 256 bytes of elements).
+template <typename T, typename A, int NT>
+struct MaxBwdStripShared {
+  static constexpr int C = kStripWordBytes<T> / (int)sizeof(T), L = 256 / (int)sizeof(T);
+  StripKeys<A, C> key_tot[NT];
+  StripSegs<A, C> seg_tot[NT];
+  i64 pend_q[L];
+  A pend_v[L];
+};
+
+template <typename T, typename A, int SW, int NT, int CH, int STAGES, bool kTieLast>
+__device__ __forceinline__ void max_bwd_strip_w(const Params& P,
+                                                MaxBwdStripShared<T, A, NT>& sh) {
+  typedef Pair<A> S2;
+  constexpr int NS = 2;                  // x, dy
+  constexpr int U = kStripWordBytes<T>;  // bytes a lane owns per position
+  constexpr int C = U / (int)sizeof(T);  // elements in them
+  typedef typename StripWord<U>::T Word;
+  constexpr int LPR = SW / U, G = NT / LPR, R = CH / SW, RPG = R / G, SLOT = NS * CH;
+  static_assert(G >= 1 && RPG >= 2 && RPG <= 32, "strip tile shape");
+  static_assert(C * LPR <= MaxBwdStripShared<T, A, NT>::L, "a strip's lines");
+  extern __shared__ int4 strip_ring[];  // STAGES x (x, dy: R positions x SW bytes each)
+  StripKeys<A, C>* const key_tot = sh.key_tot;
+  StripSegs<A, C>* const seg_tot = sh.seg_tot;
+  i64* const pend_q = sh.pend_q;
+  A* const pend_v = sh.pend_v;
+  unsigned char* ring = reinterpret_cast<unsigned char*>(strip_ring);
+  const int t = threadIdx.x, col = t % LPR, g = t / LPR;
+  const i64 n = P.n, nch = (n + R - 1) / R;
+  const Word flip = (P.mode & 1) ? sign_bits<T, Word>() : Word(0);  // cummin: keys -x
+  Coord c;
+  unravel((i64)blockIdx.x * (SW / (int)sizeof(T)), P.outer, c);
+  const StripCopies<T, NS, CH, SW, NT> copies(P, c);
+  const i64 out_step = (P.reverse ? -1 : 1) * P.op[OUT].axis_stride * (i64)sizeof(T);
+  unsigned char* dst = reinterpret_cast<unsigned char*>(static_cast<T*>(P.op[OUT].ptr) +
+                                                        dot(c, P.op[OUT].outer, P.outer.rank)) +
+                       col * U;
+  if (P.reverse) dst -= (n - 1) * out_step;
+  auto issue = [&](i64 k) {
+    if (k < nch) copies.copy(ring + (int)(k % STAGES) * SLOT, k, n);
+    cp_async_commit();  // an empty group past the end keeps the wait counts uniform
+  };
+#pragma unroll
+  for (int k = 0; k < STAGES - 1; ++k) issue(k);
+  // a line's running key before the chunk; its pending winner (group 0's threads: the scan
+  // position, -1 for none, and dx so far), and whether the chunk before had a winner
+  A carry[C], pv[C];
+  i64 pq[C];
+  bool take[C];
+#pragma unroll
+  for (int j = 0; j < C; ++j) {
+    carry[j] = -inf<A>();  // MaxFlagOp's identity
+    pv[j] = A(0);
+    pq[j] = -1;
+    take[j] = false;
+  }
+  for (i64 k = 0; k < nch; ++k) {
+    cp_async_wait<STAGES - 2>();
+    // chunk k is in shared memory for every thread, every thread is done with the slot that
+    // the next copy refills, and the chunk before's pending winners are written
+    __syncthreads();
+    issue(k + STAGES - 1);
+    const unsigned char* slot = ring + (int)(k % STAGES) * SLOT + g * RPG * SW + col * U;
+    const i64 row0 = k * R + g * RPG;  // scan position of this thread's first row
+    const int valid = (int)min((i64)RPG, max((i64)0, n - row0));
+    const unsigned vmask = valid >= 32 ? ~0u : (1u << valid) - 1u;
+    if (g == 0) {
+#pragma unroll
+      for (int j = 0; j < C; ++j) {
+        if (take[j]) {
+          pq[j] = pend_q[j * LPR + col];
+          pv[j] = pend_v[j * LPR + col];
+        }
+      }
+    }
+    // operand s of row i as accumulators, its bits flipped by `fl` first
+    auto load = [&](int s, int i, Word fl, A (&a)[C]) {
+      const Word w = *reinterpret_cast<const Word*>(slot + s * CH + i * SW) ^ fl;
+      T e[C];
+      memcpy(e, &w, U);
+#pragma unroll
+      for (int j = 0; j < C; ++j) a[j] = to_acc(e[j]);
+    };
+    A key[RPG][C];
+#pragma unroll
+    for (int i = 0; i < RPG; ++i) load(0, i, flip, key[i]);
+    {
+      StripKeys<A, C> m;  // the thread's running key (two chains, then joined)
+#pragma unroll
+      for (int j = 0; j < C; ++j) {
+        A m0 = key[0][j], m1 = key[1][j];
+#pragma unroll
+        for (int i = 2; i < RPG; i += 2) {
+          m0 = key_max(m0, key[i][j]);
+          if (i + 1 < RPG) m1 = key_max(m1, key[i + 1][j]);
+        }
+        m.v[j] = key_max(m0, m1);
+      }
+      key_tot[t] = m;
+    }
+    __syncthreads();
+    // the winner flags: each position's key against the line's running key before it
+    unsigned own[C];
+    {
+      StripKeys<A, C> run;
+#pragma unroll
+      for (int j = 0; j < C; ++j) run.v[j] = carry[j];
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        const StripKeys<A, C> th = key_tot[h * LPR + col];
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+          if (h < g) run.v[j] = key_max(run.v[j], th.v[j]);
+          carry[j] = key_max(carry[j], th.v[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < C; ++j) {
+        unsigned f = row0 == 0 ? 1u : 0u;  // the axis's first position wins
+        A r = run.v[j];
+#pragma unroll
+        for (int i = 0; i < RPG; ++i) {
+          if (key_beats<kTieLast>(key[i][j], r)) f |= 1u << i;
+          r = key_max(r, key[i][j]);
+        }
+        own[j] = f & vmask;
+      }
+    }
+    // dy, and this thread's segmented state a line: no winner in its rows (a = 1), its dy
+    // before its first winner (b)
+    A d[RPG][C];
+#pragma unroll
+    for (int i = 0; i < RPG; ++i) load(1, i, Word(0), d[i]);
+    StripSegs<A, C> mine;
+#pragma unroll
+    for (int j = 0; j < C; ++j) {
+      const unsigned before = (own[j] & (0u - own[j])) - 1u;  // all bits without a winner
+      A b = A(0);
+#pragma unroll
+      for (int i = 0; i < RPG; ++i)
+        if ((before >> i) & 1u) b += d[i][j];
+      mine.v[j] = S2{own[j] ? A(0) : A(1), b};
+    }
+    seg_tot[t] = mine;
+    __syncthreads();
+    // the groups after this thread's, to the chunk's end: whether they hold no winner, and
+    // their dy up to the first (a select, not a product: a winner cuts off an inf or NaN
+    // after it)
+    StripSegs<A, C> e;
+#pragma unroll
+    for (int j = 0; j < C; ++j) e.v[j] = S2{A(1), A(0)};
+#pragma unroll
+    for (int h = G - 1; h > 0; --h) {
+      if (h > g) {
+        const StripSegs<A, C> th = seg_tot[h * LPR + col];
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+          const S2 x = th.v[j];
+          e.v[j] = S2{x.a != A(0) ? e.v[j].a : A(0), x.a != A(0) ? x.b + e.v[j].b : x.b};
+        }
+      }
+    }
+    T o[RPG][C];
+#pragma unroll
+    for (int j = 0; j < C; ++j) {
+      const S2 ej = e.v[j];
+      // this thread's last winner where none follows it in the chunk: it becomes pending
+      const int lw = own[j] && ej.a != A(0) ? 31 - __clz((int)own[j]) : -1;
+      const unsigned top = lw >= 0 ? 1u << lw : 0u;
+      A vnext = ej.b, lv = A(0);
+#pragma unroll
+      for (int i = RPG - 1; i >= 0; --i) {
+        const bool won = (own[j] >> i) & 1u;
+        const A sum = d[i][j] + vnext;
+        const A v = won ? sum : A(0);
+        vnext = won ? A(0) : sum;
+        if ((top >> i) & 1u) lv = v;
+        o[i][j] = from_acc<T>(v);
+      }
+      if (lw >= 0) {
+        pend_q[j * LPR + col] = row0 + lw;
+        pend_v[j * LPR + col] = lv;
+      }
+      if (g == 0) {
+        // the line's pending winner takes the chunk's dy before its first winner; it is
+        // final where the chunk has a winner or the axis ends here
+        const S2 mj = mine.v[j];
+        const bool has = mj.a == A(0) || ej.a == A(0);
+        if (pq[j] >= 0) {
+          pv[j] += mj.a != A(0) ? mj.b + ej.b : mj.b;
+          if (has || k == nch - 1)
+            *reinterpret_cast<T*>(dst + pq[j] * out_step + j * (int)sizeof(T)) =
+                from_acc<T>(pv[j]);
+        }
+        take[j] = has;
+      }
+    }
+    unsigned char* out = dst + row0 * out_step;
+    auto store = [&](int i) {
+      Word w;
+      memcpy(&w, o[i], U);
+      *reinterpret_cast<Word*>(out + i * out_step) = w;
+    };
+    if (valid == RPG) {
+#pragma unroll
+      for (int i = 0; i < RPG; ++i) store(i);
+    } else {
+#pragma unroll
+      for (int i = 0; i < RPG; ++i)
+        if (i < valid) store(i);
+    }
+  }
+}
+
+// P.width: the strip's bytes (128 or 256). Chunks of 16 KiB of x and of dy, 4 in flight
+// (128 KiB of ring; the host's strip_smem): on an H200 over 4096 x 8192 along dim 0 (round 45,
+// docs/benchmarks.md) bf16 took 84.4 us against 111.5 in chunks of 8 KiB, 8 in flight, f32
+// 108.0 against 109.5, f64 205.5 against 267.1; over 512 x 32768, 46.0 against 53.0, 61.7
+// against 69.0 and 114.0 against 152.3.
+constexpr int kMaxBwdStripChunk = 16384;
+template <typename T, typename A>
+__device__ void scan_max_bwd_strip(const Params& P) {
+  constexpr int CH = kMaxBwdStripChunk, STAGES = 131072 / (2 * CH), NT = kBlock;
+  __shared__ MaxBwdStripShared<T, A, NT> sh;
+  const bool tie_last = (P.mode & 2) != 0;
+  if (P.width == 256) {
+    if (tie_last)
+      max_bwd_strip_w<T, A, 256, NT, CH, STAGES, true>(P, sh);
+    else
+      max_bwd_strip_w<T, A, 256, NT, CH, STAGES, false>(P, sh);
+  } else {
+    if (tie_last)
+      max_bwd_strip_w<T, A, 128, NT, CH, STAGES, true>(P, sh);
+    else
+      max_bwd_strip_w<T, A, 128, NT, CH, STAGES, false>(P, sh);
+  }
 }
 
 
@@ -5180,6 +5536,11 @@ BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
 }
 BC_LB_KERNEL(scan_max_bwd_rows8, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC, 8>(f, b);
+}
+// strips of a strided axis, one pass (x and dy staged: 128 KiB of ring, one block an SM)
+extern "C" __global__ void __launch_bounds__(256, 1)
+    BC_ENTRY(scan_max_bwd_strip)(bc::scan::Params p) {
+  bc::scan::scan_max_bwd_strip<BC_T, BC_ACC>(p);
 }
 // through a ring: 96 KiB of it, two blocks an SM (at most 128 registers; the 2-byte types use
 // them all, without spilling)
