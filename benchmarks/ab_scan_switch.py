@@ -8,7 +8,10 @@ and ``--off`` (Python literals). Prints a table, writes JSON.
 
     python benchmarks/ab_scan_switch.py LB_DEPENDENT [out.json] [--rounds 3] [--more]
         [--rounding] [--extrema-backward | --backward | --strided] [--only OP[,OP]] [--torch]
-        [--on V --off V | --drop OP:SIZE[,OP:SIZE]] [--dtypes f32,bf16,f16,f64]   (on a GPU)
+        [--on V --off V | --drop OP:SIZE[,OP:SIZE]] [--dtypes f32,bf16,f16,f64]
+        [--shapes 8192x4096,16384x2048]   (on a GPU)
+
+``--shapes`` times the chosen cases' ops over these shapes instead, along dim 0.
 
 A table switch of (op, itemsizes) pairs (STRIP_OPS, STRIP_512_OPS, RING_BACKWARD) can take
 ``--drop``: on is its default, off the default without those itemsizes of those ops (for
@@ -162,6 +165,8 @@ def main() -> None:
     ap.add_argument("--off", type=ast.literal_eval, default=False, help="its second value")
     ap.add_argument("--drop", default="", metavar="OP:SIZE[,OP:SIZE]",
                     help="a table switch: on its default, off without these")  # fmt: skip
+    ap.add_argument("--shapes", default="", metavar="AxB[,AxB]",
+                    help="the cases' ops over these shapes along dim 0 instead")  # fmt: skip
     ap.add_argument("--dtypes", default="f32,bf16", metavar="DT[,DT]",
                     help=f"the dtypes timed, of {', '.join(DTYPES)} (default f32,bf16)")
     a = ap.parse_args()
@@ -187,6 +192,10 @@ def main() -> None:
                      else STRIDED if a.strided else CASES + (MORE if a.more else []))  # fmt: skip
             if a.only:
                 cases = [c for c in cases if c[0] in a.only.split(",")]
+            if a.shapes:
+                shapes = [tuple(int(d) for d in s.split("x")) for s in a.shapes.split(",")]
+                ops = list(dict.fromkeys(c[0] for c in cases))
+                cases = [(op, shape, 0) for op in ops for shape in shapes]
             for op, shape, axis in cases:
                 x = torch.randn(shape, device="cuda", dtype=dt)
                 # a backward's dy and saved y: tensors of their own (one tensor read as two
