@@ -1243,6 +1243,8 @@ _STRIP_CASES = [
     ((300, 8192), 0, 4, (16384, 2), 0, 0),  # every other line
     ((300, 8190), 0, 2, None, 0, 0),  # lines not a whole number of strips
 ]
+# where the cumprod backward's strips differ: fewer lines fill enough SMs (STRIP_MIN_FILL_OF)
+_PROD_BWD_WIDTH = {((4096, 4096), 2): 128}
 
 
 @pytest.mark.parametrize(("shape", "axis", "itemsize", "strides", "offset", "width"),
@@ -1252,7 +1254,8 @@ def test_strips_need_whole_aligned_runs_of_lines(
     offset: int, width: int,
 ) -> None:  # fmt: skip
     """A strided cumsum/cumprod takes strips (scan_strip) only where IN0 and OUT come in whole,
-    16-byte aligned 256- or 128-byte runs of adjacent lines, enough of them for the SMs."""
+    16-byte aligned 256- or 128-byte runs of adjacent lines, enough of them for the SMs (the
+    cumprod backward in 2-byte types fewer: _PROD_BWD_WIDTH)."""
     from baracuda.scan import _kernels as K
 
     x = Slot(4096 + offset, strides or _dense(shape))
@@ -1263,8 +1266,10 @@ def test_strips_need_whole_aligned_runs_of_lines(
     # the staged operands of the cumprod backward (dy, x, y) each meet the same condition
     dy = Slot(1 << 31, _dense(shape))
     ops = [dy, x, y, dy, None]
-    assert K._strip_width("prod_bwd", shape, axis, ops, itemsize, 132) == width
-    assert K._strip_width("prod_bwd", shape, axis, [x, dy, y, dy, None], itemsize, 132) == width
+    prod_width = _PROD_BWD_WIDTH.get((shape, itemsize), width)
+    assert K._strip_width("prod_bwd", shape, axis, ops, itemsize, 132) == prod_width
+    assert K._strip_width("prod_bwd", shape, axis, [x, dy, y, dy, None], itemsize,
+                          132) == prod_width  # fmt: skip
 
 
 def test_strip_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1275,10 +1280,10 @@ def test_strip_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert K._strip_width("sum", (4096, 8192), 0, [x, None, None, y, None], 4, 132) == 0
 
 
-def _strip_slots(op: str, aux: Slot | None = None) -> list[Slot | None]:
-    """Dense 4096 x 8192 operands at their own addresses, in the slots a strip of ``op``
-    takes (AUX: ``aux``, or dense flags where the op needs them)."""
-    dense = [Slot((k + 1) << 30, (8192, 1)) for k in range(5)]
+def _strip_slots(op: str, aux: Slot | None = None, lines: int = 8192) -> list[Slot | None]:
+    """Dense n x ``lines`` operands (4096 x 8192 by default) at their own addresses, in the
+    slots a strip of ``op`` takes (AUX: ``aux``, or dense flags where the op needs them)."""
+    dense = [Slot((k + 1) << 30, (lines, 1)) for k in range(5)]
     staged = STRIP_STAGED[op]
     slots: list[Slot | None] = [dense[k] if k < staged else None for k in range(3)]
     slots.append(None if op == "maxflag" else dense[3])
@@ -1342,7 +1347,8 @@ def test_max_backward_strip_launch(itemsize: int, monkeypatch: pytest.MonkeyPatc
     """Along a strided axis whose lines come in strips, the cummax/cummin backward is one
     launch of a block per strip (scan_max_bwd_strip: x as IN0, dy as IN1, dx as OUT, the
     forward's direction and mode) with MAX_BWD_STRIP_STAGES chunks of MAX_BWD_STRIP_CHUNK
-    bytes of x and of dy, no workspace. Nothing is enqueued (the two passes run) where
+    bytes of x and of dy, no workspace; over fewer lines than most ops' strips below 8-byte
+    types (STRIP_MIN_FILL_OF). Nothing is enqueued (the two passes run) where
     STRIP_MAX_BACKWARD is off, x's lines do not come in strips, or the ring does not fit."""
     from baracuda.scan import _kernels as K
 
@@ -1365,6 +1371,12 @@ def test_max_backward_strip_launch(itemsize: int, monkeypatch: pytest.MonkeyPatc
                                    flags=Slot(4 << 30, (8192, 1)), layout="cols",
                                    itemsize=itemsize, sm_count=132)  # fmt: skip
 
+    def lines(count: int) -> str | None:  # (16384, count), dense
+        d = Slot(1 << 30, (count, 1))
+        return launch_max_backward(log, None, (16384, count), 0, reverse=False, mode=0,  # type: ignore[arg-type]
+                                   dy=d, x=d, dx=d, flags=d, layout="cols", itemsize=itemsize,
+                                   sm_count=132)  # fmt: skip
+
     # 8192 lines: 256-byte strips fill 3/4 of the SMs in f32 and f64, 128-byte ones in bf16
     width = 128 if itemsize == 2 else 256
     strips = 8192 * itemsize // width
@@ -1378,11 +1390,40 @@ def test_max_backward_strip_launch(itemsize: int, monkeypatch: pytest.MonkeyPatc
     assert (params.reverse, params.mode, params.width) == (1, 3, width)  # type: ignore[attr-defined]
     assert run(Slot(1 << 30, (16384, 2))) is None  # x every other line: no strips
     assert run(Slot((1 << 30) + itemsize, (8192, 1))) is None  # x misaligned
+    # 4 KiB of lines: 32 strips of 128 bytes (a quarter of the SMs) below 8-byte types only
+    assert lines(4096 // itemsize) == (None if itemsize == 8 else "max_bwd_strip128x32")
+    assert lines(2048 // itemsize) is None  # 16 strips
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: smem - 1)
     assert run() is None
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
     monkeypatch.setattr(K, "STRIP_MAX_BACKWARD", False)
     assert run() is None and log.calls == []
+
+
+def test_strips_over_fewer_lines() -> None:
+    """Where STRIP_MIN_FILL_OF lists an op in an itemsize, its 128-byte strips need fill only
+    that share of the SMs (else STRIP_MIN_FILL): along dim 0 over 8 KiB of lines (64 strips
+    of 128 bytes, 0.48 of 132 SMs) and over 4 KiB (32 strips, 0.24)."""
+    from baracuda.scan import _kernels as K
+
+    for op in STRIP_STAGED:
+        for size in (2, 4, 8):
+            fill = next((f for o, z, f in K.STRIP_MIN_FILL_OF if o == op and z == size),
+                        K.STRIP_MIN_FILL)  # fmt: skip
+            for kib, strips in ((8, 64), (4, 32)):
+                lines = kib * 1024 // size
+                slots = _strip_slots(op, lines=lines)
+                want = 128 if K._listed(K.STRIP_OPS, op, size) and strips >= fill * 132 else 0
+                got = K._strip_width(op, (16384, lines), 0, slots, size, 132)
+                assert got == want, (op, size, kib)
+    # the measured cases (docs/benchmarks.md, round 45)
+    for op, size, kib, width in (("max_bwd", 2, 4, 128), ("max_bwd", 4, 4, 128),
+                                 ("max_bwd", 8, 4, 0), ("max_bwd", 8, 8, 128),
+                                 ("prod_bwd", 2, 4, 128), ("max", 2, 8, 128), ("max", 2, 4, 0),
+                                 ("lse_bwd", 2, 8, 128), ("lse", 2, 8, 0), ("max", 4, 8, 0)):
+        lines = kib * 1024 // size
+        assert K._strip_width(op, (16384, lines), 0, _strip_slots(op, lines=lines), size,
+                              132) == width, (op, size, kib)  # fmt: skip
 
 
 @pytest.mark.parametrize("op", sorted(set(STRIP_STAGED) - {"max_bwd"}))

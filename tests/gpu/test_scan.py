@@ -1537,6 +1537,7 @@ def test_max_backward_strips(kind: ScanKind, element: ElementKind, monkeypatch: 
 
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_MIN_FILL_OF", ())
     names = launched_kernels(monkeypatch)
     kernel = "scan_max_bwd_strip"
     dt = torch_dtype(element)
@@ -1870,6 +1871,7 @@ def test_strip_indices_of_any_alignment(element: ElementKind, wide: bool,
 
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_MIN_FILL_OF", ())
     monkeypatch.setattr(K, "STRIP_512_OPS", (("max", (2,)),) if wide else ())
     want = "scan_max_strip512" if wide else "scan_max_strip"
     s = stream()
@@ -1922,6 +1924,7 @@ def test_scan_strips(kind: ScanKind, element: ElementKind, wide: bool, monkeypat
         pytest.skip("no strip512 entry among this op's launches")
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_MIN_FILL_OF", ())
     every = (2, 4, 8)  # every op with a strip entry, in every type
     monkeypatch.setattr(K, "STRIP_OPS", tuple((o, every) for o in K.STRIP_STAGED))
     monkeypatch.setattr(K, "STRIP_512_OPS",
@@ -1992,6 +1995,39 @@ def test_strips_on_the_benchmark_shape(kind: ScanKind, element: ElementKind,
         want = [f"scan_{o}_strip{'512' if K._listed(K.STRIP_512_OPS, o, size) else ''}"
                 for o in ops if K.STRIP and K._listed(K.STRIP_OPS, o, size)]  # fmt: skip
         assert [k for k in seen if "_strip" in k] == want, seen
+
+
+@pytest.mark.parametrize(("kind", "element", "shape"), [
+    (ScanKind.CUMMAX, ElementKind.BF16, (8192, 4096)),
+    (ScanKind.CUMMAX, ElementKind.F32, (16384, 1024)),
+    (ScanKind.CUMMAX, ElementKind.F64, (16384, 1024)),
+    (ScanKind.CUMPROD, ElementKind.BF16, (16384, 2048)),
+    (ScanKind.LOGCUMSUMEXP, ElementKind.BF16, (8192, 4096)),
+], ids=lambda v: v.value if hasattr(v, "value") else "x".join(map(str, v)))  # fmt: skip
+def test_strips_over_fewer_lines(kind: ScanKind, element: ElementKind, shape: tuple[int, int],
+                                 monkeypatch: Any) -> None:  # fmt: skip
+    """At the default thresholds on this card, each op takes strips along dim 0 of a shape
+    with few lines (32 or 64 strips of 128 bytes on 132 SMs) exactly where _strip_width says,
+    which follows STRIP_MIN_FILL_OF for the ops it lists (here the cummax backward in bf16,
+    f32 and f64, the cumprod backward, bf16 cummax and the bf16 logcumsumexp backward), and
+    at least one of each case's launches does; forward and backward against the float64
+    reference."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    seen = launched_kernels(monkeypatch)
+    sm = device_info(torch.cuda.current_device()).sm_count
+    x = torch.from_numpy(make_input(kind, shape, 41)).to("cuda", torch_dtype(element))
+    check_op(kind, element, x, 0, False, f"{shape} dim 0")
+    dense = K.Slot(1 << 20, (shape[1], 1))
+    size = element.itemsize
+    want = []
+    for o in [_op_of(kind)] + [o for o, _ in _BACKWARD_OPS[kind]]:
+        staged = K.STRIP_STAGED[o]
+        slots = [dense if k < staged else None for k in range(3)] + [dense, None]
+        if K._strip_width(o, shape, 0, slots, size, sm):
+            want.append(f"scan_{o}_strip{'512' if K._listed(K.STRIP_512_OPS, o, size) else ''}")
+    assert want and [k for k in seen if "_strip" in k] == want, (want, seen)
 
 
 def test_cupy_and_jax_arrays_on_strips() -> None:

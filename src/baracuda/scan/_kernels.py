@@ -391,6 +391,26 @@ STRIP_STAGES = 8  # scan.cu kStripStages: chunks in flight
 # of SMs the wider strips must fill before they are taken
 STRIP_MIN_FILL = 0.5
 STRIP_WIDE_FILL = 0.75
+# Switch: (op, itemsize, share): the ops whose 128-byte strips need fill only this share of the
+# SMs in that itemsize, where the kernels taken over fewer lines are slower than strips that
+# leave SMs idle. On an H200 (docs/benchmarks.md, round 45; along dim 0, strips over 4 KiB of
+# lines are 32, over 8 KiB 64), in us, against STRIP_MIN_FILL:
+#  - the cummax backward's one pass against two passes: bf16 (8192, 4096) 121.9 against
+#    383.5, (16384, 2048) 235.1 against 389.0; f32 (16384, 2048) 151.6 against 360.3,
+#    (16384, 1024) 150.0 against 197.8; f64 (16384, 1024) 236.2 against 276.5, but
+#    (65536, 512) (32 strips) 921.6 against 510.3;
+#  - the cumprod backward: bf16 (8192, 4096) 134.1 against 538.7, (16384, 2048) 258.4 against
+#    538.4; f32 (16384, 2048) 150.6 against 298.7, (16384, 1024) 142.7 against 163.7;
+#  - 64 strips, not 32, in bf16: cummax (8192, 4096) 209.4 against 287.6 but (16384, 2048)
+#    411.5 against 287.9; the logcumsumexp backward 271.0 against 362.6 but 532.9 against
+#    361.1.
+# logcumsumexp lost in both (bf16 (8192, 4096) 125.8 against 110.2), and so did cummax and the
+# logcumsumexp backward in f32 over 64 strips (323.8 against 285.6, 427.3 against 354.4).
+# Read at each launch.
+STRIP_MIN_FILL_OF: tuple[tuple[str, int, float], ...] = (
+    ("max_bwd", 2, 0.2), ("max_bwd", 4, 0.2), ("max_bwd", 8, 0.45), ("prod_bwd", 2, 0.2),
+    ("prod_bwd", 4, 0.2), ("max", 2, 0.45), ("lse_bwd", 2, 0.45),
+)  # fmt: skip
 
 
 def strip_smem(op: str, itemsize: int) -> int:
@@ -428,18 +448,21 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     stride and the axis stride whole 16-byte vectors, AUX (indices or flags) with the
     innermost outer dim of stride 1 (the flags the cummax backward's second pass reads also
     16-byte aligned, with every other stride a multiple of 16); 256-byte strips where they
-    fill ``STRIP_WIDE_FILL`` of the SMs, else 128-byte strips where they fill
-    ``STRIP_MIN_FILL``. cummax/cummin's strips below 8-byte types carry their
+    fill ``STRIP_WIDE_FILL`` of the SMs, else 128-byte strips where they fill the share that
+    ``STRIP_MIN_FILL_OF`` gives ``op`` in ``itemsize`` (``STRIP_MIN_FILL`` where it lists
+    none). cummax/cummin's strips below 8-byte types carry their
     positions as int (scan.cu MaxStripOp): axes shorter than 2^31 only."""
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
+    fill_least = next((f for o, z, f in STRIP_MIN_FILL_OF if o == op and z == itemsize),
+                      STRIP_MIN_FILL)  # fmt: skip
     if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
         return 0
     if op == "max" and itemsize < 8 and n >= 2**31:
         return 0
     if used not in _strip_operands(op):
         return 0
-    if numel(shape) // n * itemsize < 128 * STRIP_MIN_FILL * sm_count:
+    if numel(shape) // n * itemsize < 128 * fill_least * sm_count:
         return 0  # too few lines for enough strips (before the layout's cost)
     oshape, ostrides, _, axis_strides = split_axis(
         shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
@@ -464,7 +487,7 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
             if d > 1 and (st != 1 if j == last else st % lanes):
                 return 0
     line_bytes = numel(oshape) * itemsize
-    for sw, fill in ((256, STRIP_WIDE_FILL), (128, STRIP_MIN_FILL)):
+    for sw, fill in ((256, STRIP_WIDE_FILL), (128, fill_least)):
         if (oshape[last] * itemsize) % sw == 0 and line_bytes // sw >= fill * sm_count:
             return sw
     return 0
@@ -1278,7 +1301,7 @@ _SWITCHES = (
     "LOOKBACK",
     "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_OPS", "STRIP_512_OPS",
-    "STRIP_MIN_FILL",
+    "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
