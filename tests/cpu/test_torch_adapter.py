@@ -27,7 +27,10 @@ UNARY: dict[str, Callable[[Any, int], Any]] = {
 @pytest.mark.parametrize("name", list(UNARY))
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_gradcheck(name: str, dim: int) -> None:
-    x = torch.randn(5, 9, dtype=F64, requires_grad=True)
+    # a seeded draw: sparsemax is piecewise linear, and an input within gradcheck's step of
+    # its support's edge fails the finite differences (it did once in a run of the suite)
+    g = torch.Generator().manual_seed(2026)
+    x = torch.randn(5, 9, dtype=F64, generator=g, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: UNARY[name](t, dim), (x,))
 
 
