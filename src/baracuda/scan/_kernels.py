@@ -384,9 +384,9 @@ def _listed(table: tuple[tuple[str, tuple[int, ...]], ...], op: str, itemsize: i
 
 
 STRIP_CHUNK = 16384  # scan.cu kStripChunk
-MAX_BWD_STRIP_CHUNK = 16384  # scan.cu kMaxBwdStripChunk
-MAX_BWD_STRIP_STAGES = 4  # its chunks in flight (128 KiB of ring)
 STRIP_STAGES = 8  # scan.cu kStripStages: chunks in flight
+MAX_BWD_STRIP_CHUNK = 16384  # scan.cu kMaxBwdStripChunk (bytes of x and of dy)
+MAX_BWD_STRIP_STAGES = 4  # its chunks in flight (128 KiB of ring)
 # strips per SM at least (fewer: a block per strip leaves too many SMs idle), and the share
 # of SMs the wider strips must fill before they are taken
 STRIP_MIN_FILL = 0.5
@@ -450,8 +450,8 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     16-byte aligned, with every other stride a multiple of 16); 256-byte strips where they
     fill ``STRIP_WIDE_FILL`` of the SMs, else 128-byte strips where they fill the share that
     ``STRIP_MIN_FILL_OF`` gives ``op`` in ``itemsize`` (``STRIP_MIN_FILL`` where it lists
-    none). cummax/cummin's strips below 8-byte types carry their
-    positions as int (scan.cu MaxStripOp): axes shorter than 2^31 only."""
+    none). cummax/cummin's strips below 8-byte types carry their positions as int (scan.cu
+    MaxStripOp): axes shorter than 2^31 only."""
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
     fill_least = next((f for o, z, f in STRIP_MIN_FILL_OF if o == op and z == itemsize),
@@ -760,6 +760,7 @@ RING_MAX_BACKWARD_STAGES = 3  # scan.cu kRingStagesOf<2>
 # 28.6; in f32, 1500 x 2048 gained (24.4 against 26.6) but 8192 x 2048 lost (83.2 against
 # the warp per line's 74.0), so 2-byte types only (f64 not measured). Read at each launch.
 RING_MAX_BACKWARD_SHORT_ITEMSIZES: tuple[int, ...] = (2,)
+assert RING_MAX_BACKWARD_CHUNK * 2 * RING_MAX_BACKWARD_STAGES == RING_SMEM
 # Switch (under FUSED_MAX_BACKWARD): along a strided axis whose lines come in strips
 # (``_strip_width`` of "max_bwd": x, dy and dx), one pass of a block a strip (scan.cu,
 # scan_max_bwd_strip: x and dy staged, each position's winner flag in registers, a line's last
@@ -769,7 +770,6 @@ RING_MAX_BACKWARD_SHORT_ITEMSIZES: tuple[int, ...] = (2,)
 # against 250.8; over 512 x 32768, 60.9 / 40.6 / 116.2 against 94.5 / 81.0 / 149.0. Read at
 # each launch.
 STRIP_MAX_BACKWARD = True
-assert RING_MAX_BACKWARD_CHUNK * 2 * RING_MAX_BACKWARD_STAGES == RING_SMEM
 
 # scan.cu is compiled as one program per group of ops (the macro BC_SCAN_GROUP_<NAME>): a
 # plan loads the group of the ops it launches, so a first cumsum compiles the cumsum kernels
@@ -1750,14 +1750,12 @@ def _max_strip(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axi
     """Enqueue the cummax/cummin backward in strips of one pass (``scan_max_bwd_strip``:
     IN0 = x, IN1 = dy, OUT = dx, ``reverse`` and ``mode`` the forward's) where
     ``STRIP_MAX_BACKWARD`` is on, the lines come in strips (``_strip_width`` of "max_bwd")
-    and the ring fits on the device; returns the variant
-    run, or None (nothing enqueued)."""
+    and the ring fits on the device; returns the variant run, or None (nothing enqueued)."""
     if not STRIP_MAX_BACKWARD:
         return None
     operands: list[Slot | None] = [x, dy, None, dx, None]
     sw = _strip_width("max_bwd", shape, axis, operands, itemsize, sm_count)
-    kernel, block = "scan_max_bwd_strip", BLOCK
-    smem = strip_smem("max_bwd", itemsize)
+    kernel, smem = "scan_max_bwd_strip", strip_smem("max_bwd", itemsize)
     if not sw or _smem_room(module, kernel) < smem:
         return None
     params = _params(shape, axis, operands, (IN0, IN1, OUT), itemsize, "cols", reverse, mode)
@@ -1765,9 +1763,9 @@ def _max_strip(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axi
     strips = numel(shape) // shape[axis] * itemsize // sw
     fn = module.function(kernel, smem)
     grid = (strips, 1, 1)
-    launch(fn, grid, block, smem, stream, [params], kernel)
+    launch(fn, grid, BLOCK, smem, stream, [params], kernel)
     if rec is not None:  # its pointers: (dy, x, dx, flags); x is IN0, dy IN1
-        rec.kernel(fn, grid, block, smem, [(params, (1, 0, None, 2, None))], kernel, False,
+        rec.kernel(fn, grid, BLOCK, smem, [(params, (1, 0, None, 2, None))], kernel, False,
                    False)  # fmt: skip
     return f"max_bwd_strip{sw}x{strips}"
 
