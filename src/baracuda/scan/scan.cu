@@ -3448,17 +3448,79 @@ __device__ __forceinline__ Cw carry_join(const Op& op, const Cw& l, const Cw& r)
     return seg_join(op, l, r);
 }
 
-// The copies of a strip launch's NS staged operands IN0 .. (max_bwd_strip_w; scan_strip_w
-// writes the same copies out): chunk k, its R = CH / SW positions of SW bytes of each operand,
-// to `slot` (operand j at j CH); a thread copies the same (row, 16 bytes) of every chunk and
-// operand. Positions past n are zero-filled (read from position 0). Scan order q sits at the
-// operand's base + q step (reverse: from the last position down). scan_strip_w keeps its own
-// copy: on this struct its 44 entries compiled to other machine code (sm_90), and on free
-// functions shared by both, this kernel's did; only each one's code as it stands was measured
-// (docs/benchmarks.md, round 45).
+// f(i) for each of a thread's RPG rows of a strip chunk that lie within the axis (`valid` of
+// them: all but in the last chunk, whose rows take a test each)
+template <int RPG, class F>
+__device__ __forceinline__ void each_valid_row(int valid, F&& f) {
+  if (valid == RPG) {
+#pragma unroll
+    for (int i = 0; i < RPG; ++i) f(i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < RPG; ++i)
+      if (i < valid) f(i);
+  }
+}
+
+// A strip launch's copy of chunk k of its NS staged operands IN0 .. by cp.async, without a
+// commit: R = CH / SW positions of SW bytes of each to `slot` (operand j at j CH); a thread
+// copies the same (row, 16 bytes) of every chunk and operand (copy_row, copy_smem; copy_off
+// its offset from a chunk's first position in each operand). Positions past n are
+// zero-filled (read from position 0). The shared memory offset is summed first: so the strip
+// kernels compile to the machine code they had with this code written out.
+template <int NS, int CH, int SW, int COPIES>
+__device__ __forceinline__ void strip_copy(unsigned char* slot, i64 k, i64 n,
+                                           const unsigned char* const (&src)[NS],
+                                           const i64 (&in_step)[NS], const int (&copy_row)[COPIES],
+                                           const int (&copy_smem)[COPIES],
+                                           const i64 (&copy_off)[NS][COPIES]) {
+  constexpr int R = CH / SW;
+  if ((k + 1) * R <= n) {  // a whole chunk (uniform over the block)
+#pragma unroll
+    for (int j = 0; j < NS; ++j) {
+      const unsigned char* chunk = src[j] + k * R * in_step[j];
+#pragma unroll
+      for (int l = 0; l < COPIES; ++l)
+        cp_async16(slot + (j * CH + copy_smem[l]), chunk + copy_off[j][l]);
+    }
+  } else {  // the last, partial chunk: rows past n are zero-filled, read from row 0
+#pragma unroll
+    for (int j = 0; j < NS; ++j) {
+      const unsigned char* chunk = src[j] + k * R * in_step[j];
+#pragma unroll
+      for (int l = 0; l < COPIES; ++l) {
+        const bool in = k * R + copy_row[l] < n;
+        cp_async16_fill(slot + (j * CH + copy_smem[l]), in ? chunk + copy_off[j][l] : src[j],
+                        in ? 16 : 0);
+      }
+    }
+  }
+}
+
+// ... and a thread's pieces of those copies (copy_row, copy_smem, copy_off) for thread t.
+template <int NS, int SW, int NT, int COPIES>
+__device__ __forceinline__ void strip_pieces(int t, const i64 (&in_step)[NS],
+                                             int (&copy_row)[COPIES], int (&copy_smem)[COPIES],
+                                             i64 (&copy_off)[NS][COPIES]) {
+#pragma unroll
+  for (int l = 0; l < COPIES; ++l) {
+    const int piece = t + l * NT, r = piece / (SW / 16), q = piece % (SW / 16);
+    copy_row[l] = r;
+    copy_smem[l] = r * SW + q * 16;
+#pragma unroll
+    for (int j = 0; j < NS; ++j) copy_off[j][l] = r * in_step[j] + q * 16;
+  }
+}
+
+// The copies of max_bwd_strip_w as one object: each operand's scan position 0 and step (scan
+// order q at src + q in_step; reverse: from the last position down), a thread's pieces, then
+// chunk k's copy. scan_strip_w shares strip_pieces and strip_copy, not the struct: on it its
+// 44 entries compiled to other machine code (sm_90), and with the sources' loop a function of
+// both, this kernel's did; each keeps the code that was measured (docs/benchmarks.md, round
+// 45).
 template <typename T, int NS, int CH, int SW, int NT>
 struct StripCopies {
-  static constexpr int R = CH / SW, COPIES = CH / 16 / NT;
+  static constexpr int COPIES = CH / 16 / NT;
   static_assert(COPIES >= 1, "a copy a thread at least");
   const unsigned char* src[NS];
   i64 in_step[NS];
@@ -3473,37 +3535,11 @@ struct StripCopies {
                                                       dot(c, P.op[j].outer, P.outer.rank));
       if (P.reverse) src[j] -= (P.n - 1) * in_step[j];
     }
-#pragma unroll
-    for (int l = 0; l < COPIES; ++l) {
-      const int piece = (int)threadIdx.x + l * NT, r = piece / (SW / 16), q = piece % (SW / 16);
-      copy_row[l] = r;
-      copy_smem[l] = r * SW + q * 16;
-#pragma unroll
-      for (int j = 0; j < NS; ++j) copy_off[j][l] = r * in_step[j] + q * 16;
-    }
+    strip_pieces<NS, SW, NT, COPIES>((int)threadIdx.x, in_step, copy_row, copy_smem, copy_off);
   }
-  // chunk k (whole, or the last and partial) by cp.async, without a commit
+  // chunk k (whole, or the last and partial)
   __device__ __forceinline__ void copy(unsigned char* slot, i64 k, i64 n) const {
-    if ((k + 1) * R <= n) {  // a whole chunk (uniform over the block)
-#pragma unroll
-      for (int j = 0; j < NS; ++j) {
-        const unsigned char* chunk = src[j] + k * R * in_step[j];
-#pragma unroll
-        for (int l = 0; l < COPIES; ++l)
-          cp_async16(slot + j * CH + copy_smem[l], chunk + copy_off[j][l]);
-      }
-    } else {  // the last, partial chunk: rows past n are zero-filled, read from row 0
-#pragma unroll
-      for (int j = 0; j < NS; ++j) {
-        const unsigned char* chunk = src[j] + k * R * in_step[j];
-#pragma unroll
-        for (int l = 0; l < COPIES; ++l) {
-          const bool in = k * R + copy_row[l] < n;
-          cp_async16_fill(slot + j * CH + copy_smem[l], in ? chunk + copy_off[j][l] : src[j],
-                          in ? 16 : 0);
-        }
-      }
-    }
+    strip_copy<NS, CH, SW, COPIES>(slot, k, n, src, in_step, copy_row, copy_smem, copy_off);
   }
 };
 
@@ -3597,14 +3633,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
   // a thread's copies are the same (row, 16 bytes) of every chunk and operand
   int copy_row[COPIES], copy_smem[COPIES];
   i64 copy_off[NS][COPIES];
-#pragma unroll
-  for (int l = 0; l < COPIES; ++l) {
-    const int piece = t + l * NT, r = piece / (SW / 16), q = piece % (SW / 16);
-    copy_row[l] = r;
-    copy_smem[l] = r * SW + q * 16;
-#pragma unroll
-    for (int j = 0; j < NS; ++j) copy_off[j][l] = r * in_step[j] + q * 16;
-  }
+  strip_pieces<NS, SW, NT, COPIES>(t, in_step, copy_row, copy_smem, copy_off);
   auto issue = [&](i64 k) {
     if (k < nch) {
       unsigned char* slot = ring + (int)(k % STAGES) * SLOT;
@@ -3619,26 +3648,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
           }
         }
       }
-      if ((k + 1) * R <= n) {  // a whole chunk (uniform over the block)
-#pragma unroll
-        for (int j = 0; j < NS; ++j) {
-          const unsigned char* chunk = src[j] + k * R * in_step[j];
-#pragma unroll
-          for (int l = 0; l < COPIES; ++l)
-            cp_async16(slot + j * CH + copy_smem[l], chunk + copy_off[j][l]);
-        }
-      } else {  // the last, partial chunk: rows past n are zero-filled, read from row 0
-#pragma unroll
-        for (int j = 0; j < NS; ++j) {
-          const unsigned char* chunk = src[j] + k * R * in_step[j];
-#pragma unroll
-          for (int l = 0; l < COPIES; ++l) {
-            const bool in = k * R + copy_row[l] < n;
-            cp_async16_fill(slot + j * CH + copy_smem[l], in ? chunk + copy_off[j][l] : src[j],
-                            in ? 16 : 0);
-          }
-        }
-      }
+      strip_copy<NS, CH, SW, COPIES>(slot, k, n, src, in_step, copy_row, copy_smem, copy_off);
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   };
@@ -3834,14 +3844,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
       memcpy(&word, o, U);
       *reinterpret_cast<Word*>(out + i * out_step) = word;
     };
-    if (valid == RPG) {
-#pragma unroll
-      for (int i = 0; i < RPG; ++i) store(i);
-    } else {
-#pragma unroll
-      for (int i = 0; i < RPG; ++i)
-        if (i < valid) store(i);
-    }
+    each_valid_row<RPG>(valid, store);
   }
 }
 
@@ -4124,14 +4127,7 @@ __device__ __forceinline__ void max_bwd_strip_w(const Params& P,
       memcpy(&w, o[i], U);
       *reinterpret_cast<Word*>(out + i * out_step) = w;
     };
-    if (valid == RPG) {
-#pragma unroll
-      for (int i = 0; i < RPG; ++i) store(i);
-    } else {
-#pragma unroll
-      for (int i = 0; i < RPG; ++i)
-        if (i < valid) store(i);
-    }
+    each_valid_row<RPG>(valid, store);
   }
 }
 
