@@ -3906,6 +3906,19 @@ template <bool kTieLast, typename A>
 __device__ __forceinline__ bool key_beats(A r, A l) {
   return is_nan(r) | (kTieLast ? r >= l : r > l);
 }
+// Whether bit b of a word is set, as an and and a compare (one instruction, where the compiler
+// made a bit test of a mask built a bit at a time a shift, an and and a compare: the ring's
+// bf16 chunk, max_bwd_ring_dir, 1147 -> 1086 instructions)
+__device__ __forceinline__ bool bit_set(unsigned m, int b) {
+  unsigned t;
+  asm("and.b32 %0, %1, %2;" : "=r"(t) : "r"(m), "r"(1u << b));
+  return t != 0;
+}
+__device__ __forceinline__ bool bit_set(unsigned long long m, int b) {
+  unsigned long long t;
+  asm("and.b64 %0, %1, %2;" : "=l"(t) : "l"(m), "l"(1ull << b));
+  return t != 0;
+}
 // The sign bits of the elements in a word (cummin's keys: x negated as loaded)
 template <typename T, typename W>
 __device__ __forceinline__ constexpr W sign_bits() {
@@ -4548,25 +4561,30 @@ __device__ void scan_ring(const Params& P) {
 
 // ---------------------------------- the cummax/cummin backward through a ring (max_bwd_ring)
 // Contiguous rows of x, dy and dx under the ring's conditions (the host's: _kernels._max_ring),
-// walked as scan_ring walks its rows, x and dy staged (IN0 = x, IN1 = dy, OUT = dx; `reverse`
-// and `mode` those of the forward), chunks in the forward's scan order. Each thread takes a run
-// of J vectors of the chunk (E positions; the ring's vectors swizzled so that these reads hit
-// eight bank groups). A chunk takes two block scans of one state a lane: the winner flags
-// (MaxFlagOp's running key, on from the row's carry), then the segmented sums of dy (SegBwdOp:
-// a lane's state is whether it holds a winner and its dy before the first) in the opposite
-// order, from the chunk's end with nothing after it; each lane then walks its positions from
-// its last. Every winner's dx is then final but that of the chunk's last winner, whose
-// segment may run on into the next chunks: the block keeps it pending (its scan position and
-// partial sum, uniform over the block), adds to it each later chunk's dy before that chunk's
-// first winner (the b of the chunk's total; all of its dy where it has none), and thread 0
-// stores it once a later chunk has a winner or the row ends (its partial was stored with its
-// vector first, past a block barrier). One pass over x and dy, where the warp and block
-// kernels write and read back a flag byte a position and keep one tile of loads in flight a
-// warp: on an H200 over 4096 x 8192, f32 147.5 -> 135.0 us, bf16 142.7 -> 89.3; over 256 x
-// 65536, 183.4 -> 72.8 and 181.9 -> 50.4 (docs/benchmarks.md, round 33). Positions past a
-// partial chunk's end hold x = 0 and dy = 0: they may win, but come after every valid one and
-// add nothing to any sum, and they are never stored.
-template <typename T, typename A, int CH, bool kRev>
+// walked as scan_ring walks its rows, x and dy staged (IN0 = x, IN1 = dy, OUT = dx; `reverse` and
+// `mode` those of the forward), chunks in the forward's scan order. Each thread takes a run of J
+// vectors of the chunk (E positions; the ring's vectors swizzled so that these reads hit eight bank
+// groups). A chunk takes two block scans of one state a lane: the winner flags (the running key, on
+// from the row's carry: as max_bwd_strip_w, max.NaN below f64, the tie break a template argument,
+// cummin's keys x with its sign bits flipped as loaded), then the segmented sums of dy (SegBwdOp: a
+// lane's state is whether it holds a winner and its dy before the first) in the opposite order,
+// from the chunk's end with nothing after it. A lane walks its positions from its last before that
+// scan: each winner's dy up to the next one in the lane, what is left its state's sum; the scan
+// then adds the dy after the lane to its last winner alone (in shared memory, over the walk's
+// output). On an H200 over 4096 x 8192 (docs/benchmarks.md, round 46) bf16 took 89.9 -> 69.2 us
+// with the keys so and 1365 -> 1202 instructions a chunk; the walk first and the bit tests as one
+// instruction (bit_set) take it to 1072 (f32 936 -> 739). Every winner's dx is then final but that
+// of the chunk's last winner, whose segment may run on into the next chunks: the block keeps it
+// pending (its scan position and partial sum, uniform over the block), adds to it each later
+// chunk's dy before that chunk's first winner (the b of the chunk's total; all of its dy where it
+// has none), and thread 0 stores it once a later chunk has a winner or the row ends (its partial
+// was stored with its vector first, past a block barrier). One pass over x and dy, where the warp
+// and block kernels write and read back a flag byte a position and keep one tile of loads in flight
+// a warp: on an H200 over 4096 x 8192, f32 147.5 -> 135.0 us, bf16 142.7 -> 89.3; over 256 x 65536,
+// 183.4 -> 72.8 and 181.9 -> 50.4 (docs/benchmarks.md, round 33). Positions past a partial chunk's
+// end hold x = 0 and dy = 0: they may win, but come after every valid one and add nothing to any
+// sum, and they are never stored.
+template <typename T, typename A, int CH, bool kTieLast, bool kRev>
 __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   typedef Pair<A> S2;
   constexpr int NIN = 2;  // CH: bytes of x (and of dy) a chunk; 96 KiB of ring either way
@@ -4587,9 +4605,9 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   __shared__ i64 pend_q[2];     // the chunk's last winner (scan position) and its partial dx
   __shared__ A pend_v[2];
   unsigned char* ring = reinterpret_cast<unsigned char*>(ring_buf);
-  const MaxFlagOp<A> fop{P.mode};
   const SegBwdOp<A> bop{0};
-  const int mode = P.mode;
+  typedef unsigned long long Half;  // a vector as two words, cummin's sign bits flipped in each
+  const Half flip = (P.mode & 1) ? sign_bits<T, Half>() : Half(0);
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   typedef RingFeed<T, NIN, CH, STAGES, kRev, SWZ> Feed;
   static_assert(Feed::COPIES == J, "flush stores the vectors of the thread's own copies");
@@ -4601,7 +4619,7 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   i64 sr = blockIdx.x, sc = 0;
   T* dst = sr < rows ? out + P.op[OUT].outer.v[0] * sr : out;
   int sslot = 0, half = 0;
-  A key_carry = fop.identity();  // the row's running key before this chunk
+  A key_carry = -inf<A>();  // the row's running key before this chunk (MaxFlagOp's identity)
   i64 pq = -1;                   // the pending winner's scan position (-1: none)
   A pv = A(0);                   // ... and its dx so far
   bool take = false;             // the previous chunk's last winner becomes pending
@@ -4636,15 +4654,19 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
       pv = pend_v[half ^ 1];
     }
     const unsigned char* slot = ring + sslot * SLOT;
-    // operand k's positions of this lane, in scan order
-    auto load = [&](int k, A (&v)[E]) {
+    // operand k's positions of this lane, in scan order, their bits flipped by `fl` first
+    auto load = [&](int k, Half fl, A (&v)[E]) {
 #pragma unroll
       for (int j = 0; j < J; ++j) {
         const int vs = t * J + j;  // the vector's index in scan order
         const int off = ring_swizzle<SWZ>((kRev ? NV - 1 - vs : vs) * 16);
         const int4 raw = *reinterpret_cast<const int4*>(slot + k * CH + off);
+        Half h[2];
+        memcpy(h, &raw, 16);
+        h[0] ^= fl;
+        h[1] ^= fl;
         T e[L];
-        memcpy(e, &raw, 16);
+        memcpy(e, h, 16);
 #pragma unroll
         for (int i = 0; i < L; ++i) v[j * L + i] = to_acc(e[kRev ? L - 1 - i : i]);
       }
@@ -4653,16 +4675,19 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
     // each position's key against the running key before it
     Mask own = 0;  // bit i: the lane's position i wins
     {
-      A v[E];
-      load(0, v);
-      A m = max_key(mode, v[0]);
+      A v[E];  // the keys: x, negated for cummin
+      load(0, flip, v);
+      A m0 = v[0], m1 = v[1];  // the lane's running key, two chains, then joined
 #pragma unroll
-      for (int i = 1; i < E; ++i) m = fop.combine(m, max_key(mode, v[i]));
-      A inc = m;
+      for (int i = 2; i < E; i += 2) {
+        m0 = key_max(m0, v[i]);
+        if (i + 1 < E) m1 = key_max(m1, v[i + 1]);
+      }
+      A inc = key_max(m0, m1);
 #pragma unroll
       for (int d = 1; d < 32; d <<= 1) {
         const A o = shfl_up(inc, d);
-        if (lane >= d) inc = fop.combine(o, inc);
+        if (lane >= d) inc = key_max(o, inc);
       }
       const A before = shfl_up(inc, 1);
       if (lane == 31) key_tot[half][w] = inc;
@@ -4671,32 +4696,46 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
 #pragma unroll
       for (int h = 0; h < W; ++h) {
         const A th = key_tot[half][h];
-        if (h < w) run = fop.combine(run, th);
-        key_carry = fop.combine(key_carry, th);
+        if (h < w) run = key_max(run, th);
+        key_carry = key_max(key_carry, th);
       }
-      if (lane) run = fop.combine(run, before);
+      if (lane) run = key_max(run, before);
       const bool first = sc == 0 && t == 0;  // the row's position 0 is this lane's first
 #pragma unroll
       for (int i = 0; i < E; ++i) {
-        const A key = max_key(mode, v[i]);
-        if (key_wins(mode, key, run) || (first && i == 0)) own |= Mask(1) << i;
-        run = fop.combine(run, key);
+        if (key_beats<kTieLast>(v[i], run) || (first && i == 0)) own |= Mask(1) << i;
+        run = key_max(run, v[i]);
       }
     }
     // the segmented sums, from the chunk's end: the lane's state (a: no winner in it; b: its
     // dy before its first winner), scanned over the warp (lanes from 31) and the block (warps
     // from the last); then the lane's positions from its last, from the sum after it
     const i64 q0 = sc * CHE;  // the chunk's first scan position
-    A g[E];
-    load(1, g);
+    // the lane's positions from its last, each winner's dy up to the next winner in the lane
+    // (lv: that of its last winner, `top`, which also takes the dy after the lane); what is
+    // left is its dy before its first winner (all of it where it has none)
+    const int top = own ? (sizeof(Mask) == 8 ? 63 - __clzll((long long)own) : 31 - __clz((int)own))
+                        : -1;
+    T o[E];
+    A lv = A(0);
     S2 inc;
     {
-      const int fw = own ? __ffsll((long long)own) - 1 : E;  // the lane's first winner
-      A b = A(0);
+      A g[E];
+      load(1, Half(0), g);
+      A vnext = A(0);  // the segment's sum after the current position
 #pragma unroll
-      for (int i = 0; i < E; ++i) b += i < fw ? g[i] : A(0);
-      inc = S2{own ? A(0) : A(1), b};
+      for (int i = E - 1; i >= 0; --i) {
+        const bool won = bit_set(own, i);
+        const A sum = g[i] + vnext;
+        const A v = won ? sum : A(0);
+        vnext = won ? A(0) : sum;
+        if (i == top) lv = v;
+        o[i] = from_acc<T>(v);
+      }
+      inc = S2{own ? A(0) : A(1), vnext};
     }
+    // the segmented sums, from the chunk's end, over the warp (lanes from 31) and the block
+    // (warps from the last)
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const S2 o = shfl_down(inc, d);
@@ -4713,26 +4752,6 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
       tot = bop.combine(tot, th);
     }
     if (lane < 31) e = bop.combine(e, after);  // the sums after the lane, to the chunk's end
-    A vnext = e.b;                             // V of the position after the current one
-    // the chunk's last winner, where it is this lane's last (none after it in the chunk): its
-    // dx so far becomes pending
-    const int lw = own && e.a != A(0)
-                       ? (sizeof(Mask) == 8 ? 63 - __clzll((long long)own) : 31 - __clz((int)own))
-                       : -1;
-    A lv = A(0);
-    T o[E];
-#pragma unroll
-    for (int i = E - 1; i >= 0; --i) {
-      const bool won = (own >> i) & 1u;
-      const A v = won ? g[i] + vnext : A(0);
-      vnext = won ? A(0) : g[i] + vnext;
-      if (i == lw) lv = v;
-      o[i] = from_acc<T>(v);
-    }
-    if (lw >= 0) {
-      pend_q[half] = q0 + (i64)t * E + lw;
-      pend_v[half] = lv;
-    }
 #pragma unroll
     for (int j = 0; j < J; ++j) {  // into the x part of the slot (every thread is done with it)
       const int vs = t * J + j;
@@ -4743,6 +4762,19 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
       memcpy(&word, ov, 16);
       const int off = ring_swizzle<SWZ>((kRev ? NV - 1 - vs : vs) * 16);
       *reinterpret_cast<int4*>(ring + sslot * SLOT + off) = word;
+    }
+    if (top >= 0) {
+      // the lane's last winner takes the dy after the lane, up to the chunk's next winner;
+      // where there is none it is the chunk's last winner, and its dx so far becomes pending
+      lv += e.b;
+      const int vs = t * J + top / L, i = top % L;
+      const int off = ring_swizzle<SWZ>((kRev ? NV - 1 - vs : vs) * 16) +
+                      (kRev ? L - 1 - i : i) * (int)sizeof(T);
+      *reinterpret_cast<T*>(ring + sslot * SLOT + off) = from_acc<T>(lv);
+      if (e.a != A(0)) {
+        pend_q[half] = q0 + (i64)t * E + top;
+        pend_v[half] = lv;
+      }
     }
     oslot = ring + sslot * SLOT;
     odst = reinterpret_cast<unsigned char*>(dst);
@@ -4757,7 +4789,7 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
     if (row_end) {
       sc = 0;
       sr += gridDim.x;
-      key_carry = fop.identity();
+      key_carry = -inf<A>();
       pq = -1;
       pv = A(0);
       take = false;
@@ -4773,9 +4805,16 @@ __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   flush();
 }
 
+template <typename T, typename A, int CH, bool kTieLast>
+__device__ void max_bwd_ring_tie(const Params& P) {
+  BC_SCAN_BY_DIRECTION(max_bwd_ring_dir, T, A, CH, kTieLast);
+}
 template <typename T, typename A, int CH>
 __device__ void scan_max_bwd_ring(const Params& P) {
-  BC_SCAN_BY_DIRECTION(max_bwd_ring_dir, T, A, CH);
+  if (P.mode & 2)
+    max_bwd_ring_tie<T, A, CH, true>(P);
+  else
+    max_bwd_ring_tie<T, A, CH, false>(P);
 }
 
 // ------------------------------------------- few long rows in one pass (sm_90, "stream")
