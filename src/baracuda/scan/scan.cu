@@ -4079,7 +4079,7 @@ __device__ __forceinline__ void max_bwd_strip_w(const Params& P,
       A b = A(0);
 #pragma unroll
       for (int i = 0; i < RPG; ++i)
-        if ((before >> i) & 1u) b += d[i][j];
+        if (bit_set(before, i)) b += d[i][j];
       mine.v[j] = S2{own[j] ? A(0) : A(1), b};
     }
     seg_tot[t] = mine;
@@ -4112,11 +4112,11 @@ __device__ __forceinline__ void max_bwd_strip_w(const Params& P,
       A vnext = ej.b, lv = A(0);
 #pragma unroll
       for (int i = RPG - 1; i >= 0; --i) {
-        const bool won = (own[j] >> i) & 1u;
+        const bool won = bit_set(own[j], i);
         const A sum = d[i][j] + vnext;
         const A v = won ? sum : A(0);
         vnext = won ? A(0) : sum;
-        if ((top >> i) & 1u) lv = v;
+        if (bit_set(top, i)) lv = v;
         o[i][j] = from_acc<T>(v);
       }
       if (lw >= 0) {
