@@ -3906,9 +3906,10 @@ template <bool kTieLast, typename A>
 __device__ __forceinline__ bool key_beats(A r, A l) {
   return is_nan(r) | (kTieLast ? r >= l : r > l);
 }
-// Whether bit b of a word is set, as an and and a compare (one instruction, where the compiler
-// made a bit test of a mask built a bit at a time a shift, an and and a compare: the ring's
-// bf16 chunk, max_bwd_ring_dir, 1147 -> 1086 instructions)
+// Whether bit b of a word is set, as an and and a compare in PTX: one instruction, where the
+// compiler made a test of a bit of a mask built a bit at a time a shift, an and and a compare
+// (round 46, docs/benchmarks.md: the ring's bf16 chunk, max_bwd_ring_dir, 1147 -> 1072
+// instructions; the strips', max_bwd_strip_w, 1247 -> 1169 and on an H200 68.2 -> 63.2 us)
 __device__ __forceinline__ bool bit_set(unsigned m, int b) {
   unsigned t;
   asm("and.b32 %0, %1, %2;" : "=r"(t) : "r"(m), "r"(1u << b));
@@ -4571,19 +4572,19 @@ __device__ void scan_ring(const Params& P) {
 // from the chunk's end with nothing after it. A lane walks its positions from its last before that
 // scan: each winner's dy up to the next one in the lane, what is left its state's sum; the scan
 // then adds the dy after the lane to its last winner alone (in shared memory, over the walk's
-// output). On an H200 over 4096 x 8192 (docs/benchmarks.md, round 46) bf16 took 89.9 -> 69.2 us
-// with the keys so and 1365 -> 1202 instructions a chunk; the walk first and the bit tests as one
-// instruction (bit_set) take it to 1072 (f32 936 -> 739). Every winner's dx is then final but that
-// of the chunk's last winner, whose segment may run on into the next chunks: the block keeps it
-// pending (its scan position and partial sum, uniform over the block), adds to it each later
-// chunk's dy before that chunk's first winner (the b of the chunk's total; all of its dy where it
-// has none), and thread 0 stores it once a later chunk has a winner or the row ends (its partial
-// was stored with its vector first, past a block barrier). One pass over x and dy, where the warp
-// and block kernels write and read back a flag byte a position and keep one tile of loads in flight
-// a warp: on an H200 over 4096 x 8192, f32 147.5 -> 135.0 us, bf16 142.7 -> 89.3; over 256 x 65536,
-// 183.4 -> 72.8 and 181.9 -> 50.4 (docs/benchmarks.md, round 33). Positions past a partial chunk's
-// end hold x = 0 and dy = 0: they may win, but come after every valid one and add nothing to any
-// sum, and they are never stored.
+// output). On an H200 over 4096 x 8192 (docs/benchmarks.md, round 46) bf16 took 89.5 -> 67.5 us and
+// 1365 -> 1072 instructions a chunk (the keys alone: 1202, 69.2 us; then the walk first and the bit
+// tests as one instruction, bit_set), f32 135.4 -> 113.4 us and 936 -> 739. Every winner's dx is
+// then final but that of the chunk's last winner, whose segment may run on into the next chunks:
+// the block keeps it pending (its scan position and partial sum, uniform over the block), adds to
+// it each later chunk's dy before that chunk's first winner (the b of the chunk's total; all of its
+// dy where it has none), and thread 0 stores it once a later chunk has a winner or the row ends
+// (its partial was stored with its vector first, past a block barrier). One pass over x and dy,
+// where the warp and block kernels write and read back a flag byte a position and keep one tile of
+// loads in flight a warp: on an H200 over 4096 x 8192, f32 147.5 -> 135.0 us, bf16 142.7 -> 89.3;
+// over 256 x 65536, 183.4 -> 72.8 and 181.9 -> 50.4 (docs/benchmarks.md, round 33). Positions past
+// a partial chunk's end hold x = 0 and dy = 0: they may win, but come after every valid one and add
+// nothing to any sum, and they are never stored.
 template <typename T, typename A, int CH, bool kTieLast, bool kRev>
 __device__ __forceinline__ void max_bwd_ring_dir(const Params& P) {
   typedef Pair<A> S2;
