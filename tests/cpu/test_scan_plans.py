@@ -1408,8 +1408,7 @@ def test_strips_over_fewer_lines() -> None:
 
     for op in STRIP_STAGED:
         for size in (2, 4, 8):
-            fill = next((f for o, z, f in K.STRIP_MIN_FILL_OF if o == op and z == size),
-                        K.STRIP_MIN_FILL)  # fmt: skip
+            fill = K._strip_min_fill(op, size)
             for kib, strips in ((8, 64), (4, 32)):
                 lines = kib * 1024 // size
                 slots = _strip_slots(op, lines=lines)

@@ -413,6 +413,13 @@ STRIP_MIN_FILL_OF: tuple[tuple[str, int, float], ...] = (
 )  # fmt: skip
 
 
+def _strip_min_fill(op: str, itemsize: int) -> float:
+    """The share of the SMs that ``op``'s 128-byte strips in ``itemsize``-byte elements must
+    fill: ``STRIP_MIN_FILL_OF``'s entry, else ``STRIP_MIN_FILL``."""
+    return next((f for o, z, f in STRIP_MIN_FILL_OF if o == op and z == itemsize),
+                STRIP_MIN_FILL)  # fmt: skip
+
+
 def strip_smem(op: str, itemsize: int) -> int:
     """The ring of ``op``'s strip launch in ``itemsize``-byte elements: STRIP_STAGES chunks of
     each staged operand, of STRIP_CHUNK bytes for one operand and half that for more
@@ -454,14 +461,13 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     MaxStripOp): axes shorter than 2^31 only."""
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
-    fill_least = next((f for o, z, f in STRIP_MIN_FILL_OF if o == op and z == itemsize),
-                      STRIP_MIN_FILL)  # fmt: skip
     if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
         return 0
     if op == "max" and itemsize < 8 and n >= 2**31:
         return 0
     if used not in _strip_operands(op):
         return 0
+    fill_least = _strip_min_fill(op, itemsize)
     if numel(shape) // n * itemsize < 128 * fill_least * sm_count:
         return 0  # too few lines for enough strips (before the layout's cost)
     oshape, ostrides, _, axis_strides = split_axis(
@@ -1271,12 +1277,15 @@ class Recorder:
 
 def _enqueue(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], block: int, smem: int,
              stream: Stream, params: Params, name: str, *, dependent: bool = False,
-             cooperative: bool = False) -> None:  # fmt: skip
-    """Launch a kernel of one Params (its operands those of ``rec``) and record it."""
+             cooperative: bool = False,
+             srcs: Sequence[int | None] | None = None) -> None:  # fmt: skip
+    """Launch a kernel of one Params and record it: its operands those of ``rec``, or where
+    ``srcs`` is given, slot k of Params is the recorded pointer ``srcs[k]``."""
     launch(fn, grid, block, smem, stream, [params], name, dependent=dependent,
            cooperative=cooperative)  # fmt: skip
     if rec is not None:
-        rec.kernel(fn, grid, block, smem, [(params, rec.srcs)], name, dependent, cooperative)
+        rec.kernel(fn, grid, block, smem, [(params, rec.srcs if srcs is None else srcs)], name,
+                   dependent, cooperative)  # fmt: skip
 
 
 def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Stream,
@@ -1744,6 +1753,11 @@ def _max_ring(module: LoadedModule, shape: tuple[int, ...], axis: int, *, revers
     return (params, grid, kernel) if grid else None
 
 
+# The recorded pointers of the cummax backward's launches are (dy, x, dx, flags); its one-pass
+# kernels (ring and strips) take x as IN0, dy as IN1 and dx as OUT.
+_MAX_ONE_PASS_SRCS = (1, 0, None, 2, None)
+
+
 def _max_strip(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axis: int, *,
                reverse: bool, mode: int, dy: Slot, x: Slot, dx: Slot, itemsize: int,
                sm_count: int, rec: Recorder | None) -> str | None:  # fmt: skip
@@ -1761,12 +1775,8 @@ def _max_strip(module: LoadedModule, stream: Stream, shape: tuple[int, ...], axi
     params = _params(shape, axis, operands, (IN0, IN1, OUT), itemsize, "cols", reverse, mode)
     params.width = sw
     strips = numel(shape) // shape[axis] * itemsize // sw
-    fn = module.function(kernel, smem)
-    grid = (strips, 1, 1)
-    launch(fn, grid, BLOCK, smem, stream, [params], kernel)
-    if rec is not None:  # its pointers: (dy, x, dx, flags); x is IN0, dy IN1
-        rec.kernel(fn, grid, BLOCK, smem, [(params, (1, 0, None, 2, None))], kernel, False,
-                   False)  # fmt: skip
+    _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), BLOCK, smem, stream, params,
+             kernel, srcs=_MAX_ONE_PASS_SRCS)  # fmt: skip
     return f"max_bwd_strip{sw}x{strips}"
 
 
@@ -1796,11 +1806,8 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
                      itemsize=itemsize, sm_count=sm_count)  # fmt: skip
     if ring is not None:
         params, grid, kernel = ring
-        fn = module.function(kernel, RING_SMEM)
-        launch(fn, (grid, 1, 1), BLOCK, RING_SMEM, stream, [params], kernel)
-        if rec is not None:  # its pointers: (dy, x, dx, flags); x is IN0, dy IN1
-            rec.kernel(fn, (grid, 1, 1), BLOCK, RING_SMEM, [(params, (1, 0, None, 2, None))],
-                       kernel, False, False)  # fmt: skip
+        _enqueue(rec, module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK, RING_SMEM, stream,
+                 params, kernel, srcs=_MAX_ONE_PASS_SRCS)  # fmt: skip
         return f"{kernel.removeprefix('scan_')}/{grid}"
     if (_seg_rows("maxflag", shape, axis, [x, None, None, None, flags], itemsize, reverse,
                   mode | 4)
