@@ -48,6 +48,7 @@ from baracuda.scan._kernels import (
     STREAM_KINDS,
     STREAM_OPS,
     STRIP_512_ENTRY_OPS,
+    STRIP_NARROW_ENTRY_OPS,
     STRIP_STAGED,
     Params,
     Slot,
@@ -959,14 +960,15 @@ def test_tie_break_enum_accepted() -> None:
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
 # kernels of PIPE_OPS, the pipelined kernel of PIPE_AUX_OPS, the segmented tiles of SEG_OPS,
-# the line pairs of PAIR_OPS, the strips of STRIP_STAGED, the rings of RING_OPS, the fused cummax
+# the line pairs of PAIR_OPS, the strips of STRIP_STAGED (and the narrow strips of
+# STRIP_NARROW_ENTRY_OPS), the rings of RING_OPS, the fused cummax
 # backward;
 # and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
-          "strip", "strip512", "ring")  # fmt: skip
+          "strip", "strip512", "strip_narrow", "ring")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
@@ -977,6 +979,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_lbpair" for op in PAIR_OPS}
     | {f"scan_{op}_strip" for op in STRIP_STAGED}
     | {f"scan_{op}_strip512" for op in STRIP_512_ENTRY_OPS}
+    | {f"scan_{op}_strip_narrow" for op in STRIP_NARROW_ENTRY_OPS}
     | {f"scan_{op}_ring" for op in RING_OPS}
     | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
        _SHARED}
@@ -1233,18 +1236,26 @@ _STRIP_CASES = [
     # (shape, axis, itemsize, x strides or None (dense), x pointer offset, width)
     ((4096, 8192), 0, 4, None, 0, 256),  # 128 strips of 256 B: three quarters of 132 SMs
     ((4096, 8192), 0, 2, None, 0, 128),  # 64 of 256 B are too few; 128 of 128 B
-    ((4096, 4096), 0, 2, None, 0, 0),  # 64 strips of 128 B: under half the SMs
+    ((4096, 4096), 0, 2, None, 0, 64),  # 64 strips of 128 B: under half the SMs; 128 of 64 B
+    ((4096, 2048), 0, 2, None, 0, 32),  # 32 of 128 B, 64 of 64 B; 128 of 32 B (2-byte types)
+    ((4096, 1024), 0, 4, None, 0, 0),  # f32: 64 of 64 B; no 32-byte strips
+    ((4096, 1024), 0, 2, None, 0, 0),  # bf16: 64 of 32 B
     ((4096, 8192), 0, 8, None, 0, 256),  # f64
     ((16, 512, 1024), 1, 4, None, 0, 256),  # two outer dims
-    ((512, 1024, 16), 1, 4, None, 0, 0),  # 64-byte runs of lines
+    ((512, 1024, 16), 1, 4, None, 0, 64),  # 64-byte runs of lines
+    ((512, 1024, 8), 1, 4, None, 0, 0),  # 32-byte runs of f32 lines
+    ((512, 1024, 16), 1, 2, None, 0, 32),  # 32-byte runs of bf16 lines
+    ((512, 1024, 8), 1, 2, None, 0, 0),  # 16-byte runs
     ((300, 8192), 0, 4, (8196, 1), 0, 256),  # padded rows, 16-byte multiples
     ((300, 8192), 0, 4, (8193, 1), 0, 0),  # rows not 16-byte aligned
     ((300, 8192), 0, 4, None, 4, 0),  # misaligned pointer
     ((300, 8192), 0, 4, (16384, 2), 0, 0),  # every other line
     ((300, 8190), 0, 2, None, 0, 0),  # lines not a whole number of strips
 ]
-# where the cumprod backward's strips differ: fewer lines fill enough SMs (STRIP_MIN_FILL_OF)
-_PROD_BWD_WIDTH = {((4096, 4096), 2): 128}
+# where the cumprod backward's strips differ: fewer lines fill enough SMs (STRIP_MIN_FILL_OF),
+# and it takes no strips narrower than 128 bytes (STRIP_NARROW_OPS)
+_PROD_BWD_WIDTH = {((4096, 4096), 2): 128, ((4096, 2048), 2): 128, ((4096, 1024), 4): 128,
+                   ((512, 1024, 16), 4): 0, ((512, 1024, 16), 2): 0}  # fmt: skip
 
 
 @pytest.mark.parametrize(("shape", "axis", "itemsize", "strides", "offset", "width"),
@@ -1254,8 +1265,9 @@ def test_strips_need_whole_aligned_runs_of_lines(
     offset: int, width: int,
 ) -> None:  # fmt: skip
     """A strided cumsum/cumprod takes strips (scan_strip) only where IN0 and OUT come in whole,
-    16-byte aligned 256- or 128-byte runs of adjacent lines, enough of them for the SMs (the
-    cumprod backward in 2-byte types fewer: _PROD_BWD_WIDTH)."""
+    16-byte aligned 256-, 128-, 64- or (2-byte types) 32-byte runs of adjacent lines, enough
+    of them for the SMs, the widest such (the cumprod backward no narrower than 128 bytes,
+    and in 2-byte types over fewer lines: _PROD_BWD_WIDTH)."""
     from baracuda.scan import _kernels as K
 
     x = Slot(4096 + offset, strides or _dense(shape))
@@ -1403,7 +1415,9 @@ def test_max_backward_strip_launch(itemsize: int, monkeypatch: pytest.MonkeyPatc
 def test_strips_over_fewer_lines() -> None:
     """Where STRIP_MIN_FILL_OF lists an op in an itemsize, its 128-byte strips need fill only
     that share of the SMs (else STRIP_MIN_FILL): along dim 0 over 8 KiB of lines (64 strips
-    of 128 bytes, 0.48 of 132 SMs) and over 4 KiB (32 strips, 0.24)."""
+    of 128 bytes, 0.48 of 132 SMs) and over 4 KiB (32 strips, 0.24). Where they are too few,
+    the ops of STRIP_NARROW_OPS take 64-byte strips (STRIP_32_OPS: or 32-byte ones) that fill
+    that share."""
     from baracuda.scan import _kernels as K
 
     for op in STRIP_STAGED:
@@ -1413,6 +1427,11 @@ def test_strips_over_fewer_lines() -> None:
                 lines = kib * 1024 // size
                 slots = _strip_slots(op, lines=lines)
                 want = 128 if K._listed(K.STRIP_OPS, op, size) and strips >= fill * 132 else 0
+                if not want and K._listed(K.STRIP_NARROW_OPS, op, size):  # narrower strips
+                    if 2 * strips >= fill * 132:
+                        want = 64
+                    elif K._listed(K.STRIP_32_OPS, op, size) and 4 * strips >= fill * 132:
+                        want = 32
                 got = K._strip_width(op, (16384, lines), 0, slots, size, 132)
                 assert got == want, (op, size, kib)
     # the measured cases (docs/benchmarks.md, round 45)
@@ -1459,6 +1478,40 @@ def test_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # too little shared memory on the device: not taken
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: smem - 1)
     assert "strip" not in launch()
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_narrow_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Narrow strips (STRIP_NARROW_OPS, STRIP_32_OPS) are one launch of their own entry
+    (scan_<op>_strip_narrow), a block per strip of the width the variant names, with the
+    padded ring (a row of padding a row group: BLOCK 4-byte words a chunk more); none where
+    the device lacks that shared memory, nor where the tables leave the op or itemsize out."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    grids = _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    pad = (K.STRIP_CHUNK + K.BLOCK * 4) * K.STRIP_STAGES
+
+    def launch(lines: int, itemsize: int) -> str:  # (8192, lines) along dim 0
+        slots = _strip_slots(op, lines=lines)
+        return K.launch_scan(log, op, None, (8192, lines), 0, reverse=False, mode=0,  # type: ignore[arg-type]
+                             operands=slots, vec_slots=(0, 3), itemsize=itemsize,
+                             layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+
+    for lines, itemsize, width in ((4096, 2, 64), (2048, 4, 64), (2048, 2, 32)):
+        log.calls.clear()
+        assert launch(lines, itemsize) == f"strip{width}x128", (lines, itemsize)
+        assert [c[0] for c in log.calls] == [f"scan_{op}_strip_narrow"]
+        assert grids[-1] == ((128, 1, 1), pad)
+        assert K.strip_smem(op, itemsize, width) == pad
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: pad - 1)
+    assert "strip" not in launch(4096, 2)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    monkeypatch.setattr(K, "STRIP_32_OPS", ())
+    assert "strip" not in launch(2048, 2)
+    monkeypatch.setattr(K, "STRIP_NARROW_OPS", ())
+    assert "strip" not in launch(4096, 2)
 
 
 _RING_CASES = [
@@ -1662,6 +1715,12 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
                                (3, K.RING_BACKWARD_CHUNK, K.RING_BACKWARD_STAGES)):  # fmt: skip
         assert K.RING_STAGES * K.RING_CHUNK // (nin * chunk) == stages
     assert K.strip_smem("sum", 4) == K.STRIP_CHUNK * K.STRIP_STAGES  # 128 KiB, one operand
+    # narrow strips: a row of padding after each row group's rows, NT 4-byte words a chunk
+    assert "constexpr int GP = SW < 128 ? SW : 0, CHS = CH + G * GP;" in text
+    for width in (64, 32):
+        for size in (2, 4):
+            assert K.strip_smem("sum", size, width) == (
+                K.STRIP_CHUNK + K.BLOCK * 4) * K.STRIP_STAGES  # fmt: skip
     # the ring of a strip: kStripStages chunks of kStripChunkOf<NS> bytes of each operand
     assert "kStripChunkOf = NS == 1 ? kStripChunk : kStripChunk / 2;" in text
     for op, staged in STRIP_STAGED.items():

@@ -1975,6 +1975,119 @@ def test_scan_strips(kind: ScanKind, element: ElementKind, wide: bool, monkeypat
                     assert torch.equal(idx, idx_lb), label
 
 
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16, ElementKind.F16],
+                         ids=lambda e: e.value)  # fmt: skip
+def test_scan_narrow_strips(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Strided cumsum and cumprod (and the cumsum backward) in strips of 64 bytes
+    (STRIP_NARROW_OPS) and, in 2-byte types, of 32 bytes (STRIP_32_OPS): several row groups
+    a warp, each group's rows padded in shared memory. The fill thresholds at 0 so that small
+    tensors take them: axis lengths around a chunk (256 and 512 positions) and past the ring,
+    a rank-3 tensor, padded rows in and out; both directions, on poisoned outputs against the
+    float64 reference and against the same launch without strips, and nothing written outside
+    the output view. f64 and the ops outside those tables never take them."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
+    monkeypatch.setattr(K, "STRIP_MIN_FILL_OF", ())
+    seen = launched_kernels(monkeypatch)
+    op = _op_of(kind)
+    strip = f"scan_{op}_strip_narrow"
+    dt = torch_dtype(element)
+    lanes = 16 // element.itemsize
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
+
+    cases: list[tuple[str, Any, int, int]] = []
+    narrow32 = K._listed(K.STRIP_32_OPS, op, element.itemsize)
+    for sw, lengths in ((64, (2, 255, 256, 257, 2300)), (32, (511, 512, 513, 4500))):
+        if sw == 32 and not narrow32:
+            continue
+        w = sw // element.itemsize  # lines in a strip; 3 strips: not a whole 128 bytes
+        for n in lengths:
+            cases.append((f"({n}, 3 strips of {sw} B)", make((n, 3 * w), 50 + n), 0, sw))
+    w64 = 64 // element.itemsize
+    cases.append(("rank 3 (3, 700, 5 strips)", make((3, 700, 5 * w64), 51), 1, 64))
+    wide = make((600, 3 * w64 + 4 * lanes), 52)
+    cases.append(("padded rows", wide[:, : 3 * w64], 0, 64))
+    s = stream()
+    for what, x, axis, sw in cases:
+        shape = tuple(x.shape)
+        for reverse in (False, True):
+            label = f"{what} {shape} axis={axis} rev={reverse}"
+            # the output a view of padded rows in a poisoned buffer
+            big = poisoned((*shape[:-1], shape[-1] + 2 * lanes), element)
+            y = big[..., : shape[-1]]
+            plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, element, reverse))
+            ws = bc.Workspace.allocate(plan.workspace_size(), s)
+            seen.clear()
+            plan.run(s, ws, ScanArgs(x, y, None))
+            torch.cuda.synchronize()
+            assert seen == [strip], (label, seen)
+            slots = [K.Slot(x.data_ptr(), tuple(x.stride())), None, None,
+                     K.Slot(y.data_ptr(), tuple(y.stride())), None]
+            assert K._strip_width(op, shape, axis, slots, element.itemsize, 132) == sw, label
+            assert bool(torch.isnan(big[..., shape[-1]:].float()).all()), label
+            assert_close(y, R.scan(kind, _np64(x), axis, reverse), element,
+                         scale=scale_of(kind, shape[axis]), what=f"{op} {label}")  # fmt: skip
+            monkeypatch.setattr(K, "STRIP", False)
+            y_other, _ = run_forward(kind, x, axis, reverse)
+            monkeypatch.setattr(K, "STRIP", True)
+            assert_close(y, _np64(y_other), element, scale=scale_of(kind, shape[axis]),
+                         what=f"strips vs other kernels {label}")  # fmt: skip
+            seen.clear()
+            check_op(kind, element, x, axis, reverse, label)  # forward and backward
+            if kind is ScanKind.CUMSUM:  # the backward is a cumsum the other way, in strips
+                assert seen == [strip, strip], (label, seen)
+    # f64 and ops outside STRIP_NARROW_OPS: no narrow strips (the lines are 3 strips of 64 B),
+    # and no 32-byte strips outside STRIP_32_OPS
+    others = [(8, "sum", 64), (element.itemsize, "max", 64), (element.itemsize, "lse", 64)]
+    if not narrow32:
+        others.append((element.itemsize, op, 32))
+    for size, o, sw in others:
+        lines = 3 * sw // size
+        slots = [K.Slot(1 << 20, (lines, 1)), None, None, K.Slot(1 << 30, (lines, 1)), None]
+        assert K._strip_width(o, (300, lines), 0, slots, size, 132) == 0, (o, size, sw)
+
+
+@pytest.mark.parametrize(("element", "shape", "width"), [
+    (ElementKind.BF16, (8192, 4096), 64),
+    (ElementKind.F16, (4096, 4096), 64),
+    (ElementKind.F32, (8192, 2048), 64),
+    (ElementKind.BF16, (16384, 2048), 32),
+    (ElementKind.F32, (16384, 1024), 0),
+], ids=lambda v: (v.value if hasattr(v, "value")
+                  else "x".join(map(str, v)) if isinstance(v, tuple) else f"w{v}"))  # fmt: skip
+def test_narrow_strips_at_default_thresholds(element: ElementKind, shape: tuple[int, int],
+                                             width: int, monkeypatch: Any) -> None:  # fmt: skip
+    """At the default thresholds, cumsum and cumprod along dim 0 of shapes whose 128-byte
+    strips are too few take narrower ones exactly where _strip_width says (on 132 SMs the
+    given ``width``; 0: f32 takes no 32-byte strips), forward and the cumsum backward, both
+    directions, against the float64 reference."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    seen = launched_kernels(monkeypatch)
+    sm = device_info(torch.cuda.current_device()).sm_count
+    dense = K.Slot(1 << 20, (shape[1], 1))
+    slots = [dense, None, None, dense, None]
+    for kind in (ScanKind.CUMSUM, ScanKind.CUMPROD):
+        op = _op_of(kind)
+        sw = K._strip_width(op, shape, 0, slots, element.itemsize, sm)
+        if sm == 132:
+            assert sw == width, (op, sw)
+        x = torch.from_numpy(make_input(kind, shape, 43)).to("cuda", torch_dtype(element))
+        for reverse in (False, True):
+            seen.clear()
+            check_op(kind, element, x, 0, reverse, f"{op} {shape} dim 0 rev={reverse}")
+            narrow = f"scan_{op}_strip_narrow"
+            assert (seen[0] == narrow) == (0 < sw < 128), (sw, seen)
+            if kind is ScanKind.CUMSUM:  # its backward is a cumsum: the same launch
+                assert seen[-1] == seen[0], seen
+
+
 @pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
 def test_strips_on_the_benchmark_shape(kind: ScanKind, element: ElementKind,
@@ -2009,9 +2122,9 @@ def test_strips_over_fewer_lines(kind: ScanKind, element: ElementKind, shape: tu
     """At the default thresholds on this card, each op takes strips along dim 0 of a shape
     with few lines (32 or 64 strips of 128 bytes on 132 SMs) exactly where _strip_width says,
     which follows STRIP_MIN_FILL_OF for the ops it lists (here the cummax backward in bf16,
-    f32 and f64, the cumprod backward, bf16 cummax and the bf16 logcumsumexp backward), and
-    at least one of each case's launches does; forward and backward against the float64
-    reference."""
+    f32 and f64, the cumprod backward, bf16 cummax and the bf16 logcumsumexp backward) and
+    gives the forward cumprod narrower strips (STRIP_NARROW_OPS), and at least one of each
+    case's launches does; forward and backward against the float64 reference."""
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
@@ -2025,8 +2138,10 @@ def test_strips_over_fewer_lines(kind: ScanKind, element: ElementKind, shape: tu
     for o in [_op_of(kind)] + [o for o, _ in _BACKWARD_OPS[kind]]:
         staged = K.STRIP_STAGED[o]
         slots = [dense if k < staged else None for k in range(3)] + [dense, None]
-        if K._strip_width(o, shape, 0, slots, size, sm):
-            want.append(f"scan_{o}_strip{'512' if K._listed(K.STRIP_512_OPS, o, size) else ''}")
+        sw = K._strip_width(o, shape, 0, slots, size, sm)
+        if sw:
+            wide = K._listed(K.STRIP_512_OPS, o, size)
+            want.append(f"scan_{o}_strip{'512' if wide else '_narrow' if sw < 128 else ''}")
     assert want and [k for k in seen if "_strip" in k] == want, (want, seen)
 
 

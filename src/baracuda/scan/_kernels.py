@@ -97,6 +97,9 @@ __all__ = [
     "STRIP_STAGED",
     "STRIP_512_OPS",
     "STRIP_512_ENTRY_OPS",
+    "STRIP_NARROW_OPS",
+    "STRIP_32_OPS",
+    "STRIP_NARROW_ENTRY_OPS",
     "strip_smem",
     "RING_ROWS",
     "RING_FORWARD_OPS",
@@ -375,6 +378,17 @@ STRIP_STAGED: dict[str, int] = {"sum": 1, "prod": 1, "max": 1, "lse": 1, "prod_b
 # 67.5), and has no such entry.
 STRIP_512_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("max", (4,)), ("lse_bwd", _ANY_SIZE))
 STRIP_512_ENTRY_OPS = ("max", "lse_bwd")  # the ops with a strip512 entry
+# Switch: the ops of STRIP_NARROW_OPS in their itemsizes (scan.cu kStripNarrow: cumsum and
+# cumprod, so the cumsum backward too) also take strips of 64 bytes, and of STRIP_32_OPS of
+# 32 bytes, where 128-byte strips would not fill their share of the SMs: a (8192, 4096) bf16
+# tensor along dim 0 is 64 strips of 128 bytes but 128 of 64. On an H200 (docs/benchmarks.md,
+# round 47), cumsum along dim 0 against the look-back kernels they took before: bf16
+# (8192, 4096) 41.5 against 54.1 us, (4096, 4096) 23.6 against 32.5, (16384, 2048) in 32-byte
+# strips 49.8 against 56.1; f32 (8192, 2048) 40.1 against 47.3, but (16384, 1024) in 32-byte
+# strips 49.4 against 48.9. Read at each launch.
+STRIP_NARROW_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("sum", (2, 4)), ("prod", (2, 4)))
+STRIP_32_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("sum", (2,)), ("prod", (2,)))
+STRIP_NARROW_ENTRY_OPS = ("sum", "prod")  # the ops with a strip_narrow entry
 
 
 def _listed(table: tuple[tuple[str, tuple[int, ...]], ...], op: str, itemsize: int) -> bool:
@@ -420,18 +434,21 @@ def _strip_min_fill(op: str, itemsize: int) -> float:
                 STRIP_MIN_FILL)  # fmt: skip
 
 
-def strip_smem(op: str, itemsize: int) -> int:
+def strip_smem(op: str, itemsize: int, width: int = 128) -> int:
     """The ring of ``op``'s strip launch in ``itemsize``-byte elements: STRIP_STAGES chunks of
     each staged operand, of STRIP_CHUNK bytes for one operand and half that for more
     (scan.cu kStripChunkOf: 128 and 192 KiB), and for the cummax backward's second pass the
     chunk's winner flags (a byte an element: 144 to 192 KiB); the cummax backward's one pass
-    (max_bwd) MAX_BWD_STRIP_STAGES chunks of MAX_BWD_STRIP_CHUNK bytes of x and of dy."""
+    (max_bwd) MAX_BWD_STRIP_STAGES chunks of MAX_BWD_STRIP_CHUNK bytes of x and of dy. Strips
+    of ``width`` < 128 bytes (STRIP_NARROW_OPS) pad each row group's positions with one
+    row: BLOCK 4-byte words more a chunk (scan.cu scan_strip_w, GP)."""
     if op == "max_bwd":
         return 2 * MAX_BWD_STRIP_CHUNK * MAX_BWD_STRIP_STAGES
     staged = STRIP_STAGED[op]
     chunk = STRIP_CHUNK if staged == 1 else STRIP_CHUNK // 2
     flags = chunk // itemsize if op == "seg_bwd" else 0
-    return (staged * chunk + flags) * STRIP_STAGES
+    pad = BLOCK * 4 if 0 < width < 128 else 0
+    return (staged * (chunk + pad) + flags) * STRIP_STAGES
 
 
 def _strip_operands(op: str) -> tuple[tuple[int, ...], ...]:
@@ -448,7 +465,7 @@ def _strip_operands(op: str) -> tuple[tuple[int, ...], ...]:
 
 def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
                  itemsize: int, sm_count: int) -> int:  # fmt: skip
-    """The bytes of a strip (256 or 128) where a strided scan of ``op`` may take strips
+    """The bytes of a strip (256, 128, 64 or 32) where a strided scan of ``op`` may take strips
     (``STRIP``, ``op`` in ``itemsize`` in STRIP_OPS), else 0: the op's operands
     (``_strip_operands``), the element-typed ones 16-byte aligned with the innermost outer
     dim (extent > 1) of stride 1 and a whole number of strips long and every other outer
@@ -457,8 +474,10 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     16-byte aligned, with every other stride a multiple of 16); 256-byte strips where they
     fill ``STRIP_WIDE_FILL`` of the SMs, else 128-byte strips where they fill the share that
     ``STRIP_MIN_FILL_OF`` gives ``op`` in ``itemsize`` (``STRIP_MIN_FILL`` where it lists
-    none). cummax/cummin's strips below 8-byte types carry their positions as int (scan.cu
-    MaxStripOp): axes shorter than 2^31 only."""
+    none), else for the ops of STRIP_NARROW_OPS 64-byte strips (STRIP_32_OPS: then 32-byte
+    ones) that fill that share (the scan_<op>_strip_narrow entry). cummax/cummin's strips
+    below 8-byte types carry their positions as int (scan.cu MaxStripOp): axes shorter than
+    2^31 only."""
     used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
     if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
@@ -468,7 +487,12 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     if used not in _strip_operands(op):
         return 0
     fill_least = _strip_min_fill(op, itemsize)
-    if numel(shape) // n * itemsize < 128 * fill_least * sm_count:
+    widths = [(256, STRIP_WIDE_FILL), (128, fill_least)]
+    if op in STRIP_NARROW_ENTRY_OPS and _listed(STRIP_NARROW_OPS, op, itemsize):
+        widths.append((64, fill_least))
+        if _listed(STRIP_32_OPS, op, itemsize):
+            widths.append((32, fill_least))
+    if numel(shape) // n * itemsize < widths[-1][0] * fill_least * sm_count:
         return 0  # too few lines for enough strips (before the layout's cost)
     oshape, ostrides, _, axis_strides = split_axis(
         shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
@@ -493,7 +517,7 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
             if d > 1 and (st != 1 if j == last else st % lanes):
                 return 0
     line_bytes = numel(oshape) * itemsize
-    for sw, fill in ((256, STRIP_WIDE_FILL), (128, fill_least)):
+    for sw, fill in widths:
         if (oshape[last] * itemsize) % sw == 0 and line_bytes // sw >= fill * sm_count:
             return sw
     return 0
@@ -865,6 +889,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_seg1" for op in ops if op in SEG1_OPS)
         + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_STAGED)
         + tuple(f"scan_{op}_strip512" for op in ops if op in STRIP_512_ENTRY_OPS)
+        + tuple(f"scan_{op}_strip_narrow" for op in ops if op in STRIP_NARROW_ENTRY_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
@@ -1310,7 +1335,7 @@ _SWITCHES = (
     "LOOKBACK",
     "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_OPS", "STRIP_512_OPS",
-    "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF",
+    "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF", "STRIP_NARROW_OPS", "STRIP_32_OPS",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
@@ -1322,7 +1347,7 @@ _SWITCHES = (
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
     "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_STAGED",
-    "STRIP_512_ENTRY_OPS",
+    "STRIP_512_ENTRY_OPS", "STRIP_NARROW_ENTRY_OPS",
     "STRIP_CHUNK", "STRIP_STAGES", "MAX_BWD_STRIP_CHUNK", "MAX_BWD_STRIP_STAGES", "RING_CHUNK",
     "RING_STAGES", "RING_SMEM",
     "COOP_ROW_BYTES",
@@ -1486,7 +1511,8 @@ def launch_scan(
     if layout == "cols" and op in STRIP_STAGED:  # before the other layouts' tests
         sw = _strip_width(op, shape, axis, operands, itemsize, sm_count)
         wide = op in STRIP_512_ENTRY_OPS and _listed(STRIP_512_OPS, op, itemsize)
-        kernel, smem = f"scan_{op}_strip{'512' if wide else ''}", strip_smem(op, itemsize)
+        kernel = f"scan_{op}_strip{'512' if wide else '_narrow' if 0 < sw < 128 else ''}"
+        smem = strip_smem(op, itemsize, sw)
         if sw and _smem_room(module, kernel) >= smem:
             params.width = sw
             strips = rows * itemsize // sw

@@ -564,6 +564,13 @@ constexpr bool kStripSmemCarry = kGroupFactor<Op>;
 template <typename A, typename I, bool B>
 constexpr bool kStripSmemCarry<MaxOp<A, I, B>> = true;
 
+// Ops whose strips may be narrower than a warp's row (64 or 32 bytes: scan_strip_w's padded
+// groups): one staged operand, no neighbour, no AUX, no runs, the carry in registers: the
+// cumsum and cumprod (and the cumsum backward).
+template <class Op>
+constexpr bool kStripNarrow = kInputsY<Op> == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut &&
+                              !kRunOp<Op> && !kStripSmemCarry<Op>;
+
 // A kGroupFactor group's factor from its end points: exp(y_next - y_first) in double (y at
 // the neighbour of its last position and at its first), 1 where they are equal (infinities
 // included), the exponent capped at 64 as LseBwdLinOp's factor is.
@@ -3468,7 +3475,7 @@ __device__ __forceinline__ void each_valid_row(int valid, F&& f) {
 // its offset from a chunk's first position in each operand). Positions past n are
 // zero-filled (read from position 0). The shared memory offset is summed first: so the strip
 // kernels compile to the machine code they had with this code written out.
-template <int NS, int CH, int SW, int COPIES>
+template <int NS, int CH, int SW, int COPIES, int CHS = CH>
 __device__ __forceinline__ void strip_copy(unsigned char* slot, i64 k, i64 n,
                                            const unsigned char* const (&src)[NS],
                                            const i64 (&in_step)[NS], const int (&copy_row)[COPIES],
@@ -3481,7 +3488,7 @@ __device__ __forceinline__ void strip_copy(unsigned char* slot, i64 k, i64 n,
       const unsigned char* chunk = src[j] + k * R * in_step[j];
 #pragma unroll
       for (int l = 0; l < COPIES; ++l)
-        cp_async16(slot + (j * CH + copy_smem[l]), chunk + copy_off[j][l]);
+        cp_async16(slot + (j * CHS + copy_smem[l]), chunk + copy_off[j][l]);
     }
   } else {  // the last, partial chunk: rows past n are zero-filled, read from row 0
 #pragma unroll
@@ -3490,15 +3497,16 @@ __device__ __forceinline__ void strip_copy(unsigned char* slot, i64 k, i64 n,
 #pragma unroll
       for (int l = 0; l < COPIES; ++l) {
         const bool in = k * R + copy_row[l] < n;
-        cp_async16_fill(slot + (j * CH + copy_smem[l]), in ? chunk + copy_off[j][l] : src[j],
+        cp_async16_fill(slot + (j * CHS + copy_smem[l]), in ? chunk + copy_off[j][l] : src[j],
                         in ? 16 : 0);
       }
     }
   }
 }
 
-// ... and a thread's pieces of those copies (copy_row, copy_smem, copy_off) for thread t.
-template <int NS, int SW, int NT, int COPIES>
+// ... and a thread's pieces of those copies (copy_row, copy_smem, copy_off) for thread t;
+// GP bytes of padding after each run of RPG positions (narrow strips, see scan_strip_w).
+template <int NS, int SW, int NT, int COPIES, int RPG = 1, int GP = 0>
 __device__ __forceinline__ void strip_pieces(int t, const i64 (&in_step)[NS],
                                              int (&copy_row)[COPIES], int (&copy_smem)[COPIES],
                                              i64 (&copy_off)[NS][COPIES]) {
@@ -3507,6 +3515,7 @@ __device__ __forceinline__ void strip_pieces(int t, const i64 (&in_step)[NS],
     const int piece = t + l * NT, r = piece / (SW / 16), q = piece % (SW / 16);
     copy_row[l] = r;
     copy_smem[l] = r * SW + q * 16;
+    if constexpr (GP != 0) copy_smem[l] += r / RPG * GP;
 #pragma unroll
     for (int j = 0; j < NS; ++j) copy_off[j][l] = r * in_step[j] + q * 16;
   }
@@ -3562,13 +3571,21 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
   constexpr int LPR = SW / U, G = NT / LPR, R = CH / SW, RPG = R / G;
   constexpr int COPIES = CH / 16 / NT;  // 16-byte copies a thread per chunk and operand
   static_assert(G >= 1 && RPG >= 1 && COPIES >= 1, "strip tile shape");
+  // Narrow strips (SW < 128, kStripNarrow ops in 2- and 4-byte types: U = 4, so 128 / SW
+  // row groups a warp): each group's RPG positions are followed by GP = SW bytes of padding
+  // in shared memory, so that the groups of a warp read the same row from distinct banks
+  // (SW = 64: group bases 16 words apart mod 32; SW = 32: 8 words). CHS: a staged operand's
+  // bytes of a chunk in shared memory (strip_smem's NT U more a stage). 8-byte types' 128-byte
+  // strips have two groups a warp too, unpadded: a warp's 8-byte loads take two passes anyway.
+  constexpr int GP = SW < 128 ? SW : 0, CHS = CH + G * GP;
+  static_assert(GP == 0 || (kStripNarrow<Op> && U == 4), "padded groups: kStripNarrow ops");
   static_assert(!(Op::kAuxIn && Op::kAuxOut), "AUX is read or written");
   // kAuxIn: the winner flags are staged too, a chunk's R rows of LW bytes (a byte a line)
   constexpr int LW = SW / (int)sizeof(T), FQ = LW / 16;  // a row's bytes, 16-byte pieces
   constexpr int FB = Op::kAuxIn ? R * LW : 0;            // flag bytes a chunk
   constexpr int FCOPIES = (R * FQ + NT - 1) / NT;        // 16-byte flag copies a thread
-  constexpr int SLOT = NS * CH + FB;                     // a stage's bytes
-  static_assert(FQ >= 1, "flag rows of whole 16-byte pieces");
+  constexpr int SLOT = NS * CHS + FB;                    // a stage's bytes
+  static_assert(!Op::kAuxIn || FQ >= 1, "flag rows of whole 16-byte pieces");
   // chunks k (and k + 1 for the neighbour) have landed
   constexpr int kWait = Op::kNb ? STAGES - 3 : STAGES - 2;
   extern __shared__ int4 strip_ring[];  // STAGES x (NS chunks of R positions x SW bytes, flags)
@@ -3633,7 +3650,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
   // a thread's copies are the same (row, 16 bytes) of every chunk and operand
   int copy_row[COPIES], copy_smem[COPIES];
   i64 copy_off[NS][COPIES];
-  strip_pieces<NS, SW, NT, COPIES>(t, in_step, copy_row, copy_smem, copy_off);
+  strip_pieces<NS, SW, NT, COPIES, RPG, GP>(t, in_step, copy_row, copy_smem, copy_off);
   auto issue = [&](i64 k) {
     if (k < nch) {
       unsigned char* slot = ring + (int)(k % STAGES) * SLOT;
@@ -3648,7 +3665,8 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
           }
         }
       }
-      strip_copy<NS, CH, SW, COPIES>(slot, k, n, src, in_step, copy_row, copy_smem, copy_off);
+      strip_copy<NS, CH, SW, COPIES, CHS>(slot, k, n, src, in_step, copy_row, copy_smem,
+                                          copy_off);
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   };
@@ -3665,13 +3683,14 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
     // that the next copy refills (read in the previous iteration)
     __syncthreads();
     issue(k + STAGES - 1);
-    const unsigned char* slot = ring + (int)(k % STAGES) * SLOT + g * RPG * SW + col * U;
+    const unsigned char* slot =
+        ring + (int)(k % STAGES) * SLOT + g * (RPG * SW + GP) + col * U;
     const i64 row0 = k * R + g * RPG;  // scan position of this thread's first row
     // the inputs of row i, element j
     auto inputs = [&](int i, A (&a)[NI][C]) {
 #pragma unroll
       for (int s = 0; s < NI; ++s) {
-        const Word w = *reinterpret_cast<const Word*>(slot + s * CH + i * SW);
+        const Word w = *reinterpret_cast<const Word*>(slot + s * CHS + i * SW);
         T e[C];
         memcpy(e, &w, U);
 #pragma unroll
@@ -3859,6 +3878,21 @@ __device__ void scan_strip(const Params& P) {
     scan_strip_w<T, A, Op, 256, NT>(P, tot);
   else
     scan_strip_w<T, A, Op, 128, NT>(P, tot);
+}
+// Strips of P.width = 64 or 32 bytes (scan_<op>_strip_narrow, kStripNarrow ops in 2- and
+// 4-byte types; _kernels.STRIP_NARROW_OPS): an entry of their own, so that scan_strip's
+// entries keep the machine code that was measured. 8-byte types have the entry but never
+// take it.
+template <typename T, typename A, class Op>
+__device__ void scan_strip_narrow(const Params& P) {
+  static_assert(kStripNarrow<Op>, "narrow strips: kStripNarrow ops");
+  if constexpr (sizeof(T) <= 4) {
+    __shared__ typename StripCarryOf<Op>::type tot[2 * kBlock * (4 / sizeof(T))];
+    if (P.width == 64)
+      scan_strip_w<T, A, Op, 64, kBlock>(P, tot);
+    else
+      scan_strip_w<T, A, Op, 32, kBlock>(P, tot);
+  }
 }
 template <typename T, typename A, class Op>
 __device__ void scan_strip512(const Params& P) {
@@ -5447,6 +5481,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_STRIP_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip, scan_strip, 256, 1)
 #define BC_SCAN_STRIP512_ENTRY(name, OP) \
   BC_SCAN_BLOCK_ENTRY(name, OP, strip512, scan_strip512, 512, 1)
+#define BC_SCAN_STRIP_NARROW_ENTRY(name, OP) \
+  BC_SCAN_BLOCK_ENTRY(name, OP, strip_narrow, scan_strip_narrow, 256, 1)
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
@@ -5511,6 +5547,7 @@ BC_SCAN_PIPE_ENTRY(sum, SumOp)
 BC_SCAN_COOP_ENTRY(sum, SumOp)
 BC_SCAN_STAGE_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_ENTRY(sum, SumOp)
+BC_SCAN_STRIP_NARROW_ENTRY(sum, SumOp)
 BC_SCAN_RING_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD)
@@ -5519,6 +5556,7 @@ BC_SCAN_PIPE_ENTRY(prod, ProdOp)
 BC_SCAN_COOP_ENTRY(prod, ProdOp)
 BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_ENTRY(prod, ProdOp)
+BC_SCAN_STRIP_NARROW_ENTRY(prod, ProdOp)
 BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_SUM_LINES)  // cumsum (and its backward) over interleaved lines
