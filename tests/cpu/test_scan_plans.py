@@ -1512,6 +1512,11 @@ def test_narrow_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "strip" not in launch(2048, 2)
     monkeypatch.setattr(K, "STRIP_NARROW_OPS", ())
     assert "strip" not in launch(4096, 2)
+    # never in 8-byte types (their narrow entries are empty), nor for an op without the entry
+    monkeypatch.setattr(K, "STRIP_NARROW_OPS", ((op, (2, 4, 8)), ("lse", (2, 4))))
+    assert "strip" not in launch(1024, 8)
+    lse = _strip_slots("lse", lines=4096)
+    assert K._strip_width("lse", (8192, 4096), 0, lse, 2, 132) == 0
 
 
 _RING_CASES = [

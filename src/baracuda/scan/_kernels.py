@@ -488,7 +488,8 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
         return 0
     fill_least = _strip_min_fill(op, itemsize)
     widths = [(256, STRIP_WIDE_FILL), (128, fill_least)]
-    if op in STRIP_NARROW_ENTRY_OPS and _listed(STRIP_NARROW_OPS, op, itemsize):
+    # (the narrow entries compile to nothing in 8-byte types: never those, whatever the table)
+    if op in STRIP_NARROW_ENTRY_OPS and itemsize <= 4 and _listed(STRIP_NARROW_OPS, op, itemsize):
         widths.append((64, fill_least))
         if _listed(STRIP_32_OPS, op, itemsize):
             widths.append((32, fill_least))
