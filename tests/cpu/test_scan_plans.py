@@ -48,6 +48,7 @@ from baracuda.scan._kernels import (
     STREAM_KINDS,
     STREAM_OPS,
     STRIP_512_ENTRY_OPS,
+    STRIP_MANY_ENTRY_OPS,
     STRIP_NARROW_ENTRY_OPS,
     STRIP_STAGED,
     Params,
@@ -960,15 +961,15 @@ def test_tie_break_enum_accepted() -> None:
 
 # every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
 # kernels of PIPE_OPS, the pipelined kernel of PIPE_AUX_OPS, the segmented tiles of SEG_OPS,
-# the line pairs of PAIR_OPS, the strips of STRIP_STAGED (and the narrow strips of
-# STRIP_NARROW_ENTRY_OPS), the rings of RING_OPS, the fused cummax
+# the line pairs of PAIR_OPS, the strips of STRIP_STAGED (and the narrow and 6-stage strips of
+# STRIP_NARROW_ENTRY_OPS and STRIP_MANY_ENTRY_OPS), the rings of RING_OPS, the fused cummax
 # backward;
 # and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
-          "strip", "strip512", "strip_narrow", "ring")  # fmt: skip
+          "strip", "strip512", "strip_narrow", "strip6", "ring")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
@@ -980,6 +981,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_strip" for op in STRIP_STAGED}
     | {f"scan_{op}_strip512" for op in STRIP_512_ENTRY_OPS}
     | {f"scan_{op}_strip_narrow" for op in STRIP_NARROW_ENTRY_OPS}
+    | {f"scan_{op}_strip6" for op in STRIP_MANY_ENTRY_OPS}
     | {f"scan_{op}_ring" for op in RING_OPS}
     | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
        _SHARED}
@@ -1519,6 +1521,56 @@ def test_narrow_strip_launch(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert K._strip_width("lse", (8192, 4096), 0, lse, 2, 132) == 0
 
 
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_strips_two_an_sm(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strips at least STRIP_MANY_PER_SM an SM (STRIP_MANY_OPS) take scan_<op>_strip6 with
+    STRIP_MANY_STAGES chunks of shared memory where the device holds two of its blocks an SM;
+    fewer strips, a device that holds one, an itemsize or op the table leaves out, and narrow
+    strips keep their own entries."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    grids = _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    many = K.STRIP_CHUNK * K.STRIP_MANY_STAGES
+    assert many * 2 <= 227 * 1024  # two blocks an SM on an H100 / H200
+
+    def launch(shape: tuple[int, int], itemsize: int) -> str:  # along dim 0
+        slots = _strip_slots(op, lines=shape[1])
+        log.calls.clear()
+        return K.launch_scan(log, op, None, shape, 0, reverse=False, mode=0,  # type: ignore[arg-type]
+                             operands=slots, vec_slots=(0, 3), itemsize=itemsize,
+                             layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+
+    assert launch((512, 65536), 2) == "strip256x512"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip6"] and grids[-1][1] == many
+    assert launch((512, 65536), 4) == "strip256x1024"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip6"] and grids[-1][1] == many
+    assert launch((512, 64 * 265), 2) == "strip128x265"  # an odd count: 128-byte strips
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip6"]
+    assert launch((512, 128 * 264), 2) == "strip256x264"  # two an SM exactly
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip6"]
+    assert launch((512, 64 * 263), 2) == "strip128x263"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
+    assert launch((4096, 8192), 2) == "strip128x128"  # a block an SM
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
+    assert launch((512, 65536), 8) == "strip256x2048"  # f64: not in the table
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
+    log.resident_of[f"scan_{op}_strip6"] = 1  # a device that holds one
+    assert launch((512, 65536), 2) == "strip256x512"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
+    del log.resident_of[f"scan_{op}_strip6"]
+    monkeypatch.setattr(K, "STRIP_MANY_OPS", ())
+    assert launch((512, 65536), 2) == "strip256x512"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip"]
+    monkeypatch.setattr(K, "STRIP_MANY_OPS", ((op, (2, 4)),))
+    monkeypatch.setattr(K, "STRIP_NARROW_OPS", ((op, (2, 4)),))
+    monkeypatch.setattr(K, "STRIP_WIDE_FILL", 10.0)  # no 256-byte strips
+    monkeypatch.setattr(K, "STRIP_MIN_FILL", 3.0)  # 128-byte strips need 3 an SM: 64-byte ones
+    assert launch((512, 64 * 200), 2) == "strip64x400"
+    assert [c[0] for c in log.calls] == [f"scan_{op}_strip_narrow"]
+
+
 _RING_CASES = [
     # (shape, axis, itemsize, x strides or None (dense), x pointer offset, ring)
     ((4096, 8192), 1, 2, None, 0, True),  # rows of one chunk
@@ -1703,6 +1755,7 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
         return int(m.group(1))
 
     assert (const("kStripChunk"), const("kStripStages")) == (K.STRIP_CHUNK, K.STRIP_STAGES)
+    assert const("kStripStagesMany") == K.STRIP_MANY_STAGES
     # the stream kernel: a block of other than kStreamThreads threads would leave a role's
     # warp out and its mbarriers never complete (a hang)
     assert (const("kStreamTile"), const("kStreamStages"), const("kStreamWave")) == (

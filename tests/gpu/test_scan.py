@@ -2052,6 +2052,50 @@ def test_scan_narrow_strips(kind: ScanKind, element: ElementKind, monkeypatch: A
         assert K._strip_width(o, (300, lines), 0, slots, size, 132) == 0, (o, size, sw)
 
 
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16, ElementKind.F16],
+                         ids=lambda e: e.value)  # fmt: skip
+def test_scan_strips_two_an_sm(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Strided cumsum and cumprod (and the cumsum backward) over strips at least two an SM
+    take scan_<op>_strip6 (STRIP_MANY_OPS: 6 chunks in flight, two blocks an SM): axis
+    lengths around a chunk and past the ring, a rank-3 tensor, both directions, on poisoned
+    outputs against the float64 reference and against the same launch on scan_<op>_strip."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    sm = device_info(torch.cuda.current_device()).sm_count
+    seen = launched_kernels(monkeypatch)
+    op = _op_of(kind)
+    dt = torch_dtype(element)
+    lines = 64 * (K.STRIP_MANY_PER_SM * sm + 1)  # 64 elements a strip (256 B f32, 128 B 2-byte)
+    r = K.STRIP_CHUNK // (64 * element.itemsize)  # positions a chunk
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
+
+    cases = [(f"({n}, {lines})", make((n, lines), 60 + n), 0)
+             for n in (2, r - 1, r + 1, K.STRIP_MANY_STAGES * r + 5)]  # fmt: skip
+    cases.append((f"rank 3 (2, 300, {lines})", make((2, 300, lines), 61), 1))
+    for what, x, axis in cases:
+        for reverse in (False, True):
+            label = f"{what} axis={axis} rev={reverse}"
+            seen.clear()
+            y, _ = run_forward(kind, x, axis, reverse)
+            assert seen == [f"scan_{op}_strip6"], (label, seen)
+            assert_close(y, R.scan(kind, _np64(x), axis, reverse), element,
+                         scale=scale_of(kind, x.shape[axis]), what=f"{op} {label}")  # fmt: skip
+            monkeypatch.setattr(K, "STRIP_MANY_OPS", ())
+            seen.clear()
+            y_one, _ = run_forward(kind, x, axis, reverse)
+            assert seen == [f"scan_{op}_strip"], (label, seen)
+            monkeypatch.setattr(K, "STRIP_MANY_OPS", ((op, (2, 4)),))
+            assert torch.equal(y, y_one), label  # the same sums in the same order
+            seen.clear()
+            check_op(kind, element, x, axis, reverse, label)
+            if kind is ScanKind.CUMSUM:
+                assert seen == ["scan_sum_strip6"] * 2, (label, seen)
+
+
 @pytest.mark.parametrize(("element", "shape", "width"), [
     (ElementKind.BF16, (8192, 4096), 64),
     (ElementKind.F16, (4096, 4096), 64),

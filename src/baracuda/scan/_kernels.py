@@ -100,6 +100,10 @@ __all__ = [
     "STRIP_NARROW_OPS",
     "STRIP_32_OPS",
     "STRIP_NARROW_ENTRY_OPS",
+    "STRIP_MANY_OPS",
+    "STRIP_MANY_PER_SM",
+    "STRIP_MANY_STAGES",
+    "STRIP_MANY_ENTRY_OPS",
     "strip_smem",
     "RING_ROWS",
     "RING_FORWARD_OPS",
@@ -389,6 +393,16 @@ STRIP_512_ENTRY_OPS = ("max", "lse_bwd")  # the ops with a strip512 entry
 STRIP_NARROW_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("sum", (2, 4)), ("prod", (2, 4)))
 STRIP_32_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("sum", (2,)), ("prod", (2,)))
 STRIP_NARROW_ENTRY_OPS = ("sum", "prod")  # the ops with a strip_narrow entry
+# Switch: the ops of STRIP_MANY_OPS in their itemsizes take scan_<op>_strip6 where their 128-
+# or 256-byte strips are at least STRIP_MANY_PER_SM an SM and the device holds that many of
+# its blocks: STRIP_MANY_STAGES chunks in flight (scan.cu kStripStagesMany: 96 KiB), so that
+# two blocks share an SM. On an H200 along dim 0 (docs/benchmarks.md, round 47): bf16 512 x
+# 65536 41.3 -> 38.9 us, f32 256 x 131072 79.2 -> 73.9, bf16 64 x 524288 77.2 -> 50.8 (torch
+# 73.4); with a block an SM, 8 stages are as fast or faster. Read at each launch.
+STRIP_MANY_OPS: tuple[tuple[str, tuple[int, ...]], ...] = (("sum", (2, 4)), ("prod", (2, 4)))
+STRIP_MANY_PER_SM = 2
+STRIP_MANY_STAGES = 6  # scan.cu kStripStagesMany
+STRIP_MANY_ENTRY_OPS = ("sum", "prod")  # the ops with a strip6 entry
 
 
 def _listed(table: tuple[tuple[str, tuple[int, ...]], ...], op: str, itemsize: int) -> bool:
@@ -891,6 +905,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_strip" for op in ops if op in STRIP_STAGED)
         + tuple(f"scan_{op}_strip512" for op in ops if op in STRIP_512_ENTRY_OPS)
         + tuple(f"scan_{op}_strip_narrow" for op in ops if op in STRIP_NARROW_ENTRY_OPS)
+        + tuple(f"scan_{op}_strip6" for op in ops if op in STRIP_MANY_ENTRY_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
@@ -1336,7 +1351,8 @@ _SWITCHES = (
     "LOOKBACK",
     "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_OPS", "STRIP_512_OPS",
-    "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF", "STRIP_NARROW_OPS", "STRIP_32_OPS",
+    "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF", "STRIP_NARROW_OPS", "STRIP_32_OPS", "STRIP_MANY_OPS",
+    "STRIP_MANY_PER_SM",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
@@ -1348,7 +1364,7 @@ _SWITCHES = (
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
     "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_STAGED",
-    "STRIP_512_ENTRY_OPS", "STRIP_NARROW_ENTRY_OPS",
+    "STRIP_512_ENTRY_OPS", "STRIP_NARROW_ENTRY_OPS", "STRIP_MANY_ENTRY_OPS", "STRIP_MANY_STAGES",
     "STRIP_CHUNK", "STRIP_STAGES", "MAX_BWD_STRIP_CHUNK", "MAX_BWD_STRIP_STAGES", "RING_CHUNK",
     "RING_STAGES", "RING_SMEM",
     "COOP_ROW_BYTES",
@@ -1514,9 +1530,15 @@ def launch_scan(
         wide = op in STRIP_512_ENTRY_OPS and _listed(STRIP_512_OPS, op, itemsize)
         kernel = f"scan_{op}_strip{'512' if wide else '_narrow' if 0 < sw < 128 else ''}"
         smem = strip_smem(op, itemsize, sw)
+        strips = rows * itemsize // sw if sw else 0
+        if (sw >= 128 and op in STRIP_MANY_ENTRY_OPS and _listed(STRIP_MANY_OPS, op, itemsize)
+                and strips >= STRIP_MANY_PER_SM * sm_count):  # fmt: skip
+            many, many_smem = f"scan_{op}_strip6", STRIP_CHUNK * STRIP_MANY_STAGES
+            if (_smem_room(module, many) >= many_smem
+                    and module.resident_blocks(many, BLOCK, many_smem) >= STRIP_MANY_PER_SM):
+                kernel, smem = many, many_smem
         if sw and _smem_room(module, kernel) >= smem:
             params.width = sw
-            strips = rows * itemsize // sw
             _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), 512 if wide else BLOCK,
                      smem, stream, params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"

@@ -3554,7 +3554,7 @@ struct StripCopies {
 
 // NT threads; tot: 2 x NT x C words in shared memory (the row groups' totals, two chunks
 // apart; for kStripSmemCarry ops NT x C more, the carry)
-template <typename T, typename A, class Op, int SW, int NT>
+template <typename T, typename A, class Op, int SW, int NT, int STAGES = kStripStages>
 __device__ __forceinline__ void scan_strip_w(const Params& P,
                                              typename StripCarryOf<Op>::type* tot) {
   typedef typename Op::S S;
@@ -3562,7 +3562,7 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
   typedef typename StripCarryOf<Op>::type Cw;  // the groups' totals and the carry
   constexpr int NS = kInputsY<Op>;       // staged operands: IN0 ..
   constexpr int NI = Op::kIn;            // inputs of make and out_value
-  constexpr int CH = kStripChunkOf<NS>, STAGES = kStripStages;
+  constexpr int CH = kStripChunkOf<NS>;
   constexpr int U = kStripWordBytes<T>;  // bytes a lane owns per position
   constexpr int C = U / (int)sizeof(T);  // elements in them
   // one word a lane and position, moved as a word (a memcpy from a byte pointer would be
@@ -3878,6 +3878,22 @@ __device__ void scan_strip(const Params& P) {
     scan_strip_w<T, A, Op, 256, NT>(P, tot);
   else
     scan_strip_w<T, A, Op, 128, NT>(P, tot);
+}
+// Strips several an SM (scan_<op>_strip6, _kernels.STRIP_MANY_OPS): kStripStagesMany chunks in
+// flight (96 KiB), so that two blocks share an SM; the host takes it where the strips are at
+// least two an SM. On an H200 along dim 0 (docs/benchmarks.md, round 47): bf16 512 x 65536
+// 41.3 -> 38.9 us, f32 256 x 131072 79.2 -> 73.9, bf16 64 x 524288 77.2 -> 50.8; with a block
+// an SM, 8 stages are as fast or faster.
+constexpr int kStripStagesMany = 6;
+template <typename T, typename A, class Op>
+__device__ void scan_strip6(const Params& P) {
+  static_assert(kInputsY<Op> == 1, "one staged operand");
+  __shared__ typename StripCarryOf<Op>::type
+      tot[(kStripSmemCarry<Op> ? 3 : 2) * kBlock * (kStripWordBytes<T> / sizeof(T))];
+  if (P.width == 256)
+    scan_strip_w<T, A, Op, 256, kBlock, kStripStagesMany>(P, tot);
+  else
+    scan_strip_w<T, A, Op, 128, kBlock, kStripStagesMany>(P, tot);
 }
 // Strips of P.width = 64 or 32 bytes (scan_<op>_strip_narrow, kStripNarrow ops in 2- and
 // 4-byte types; _kernels.STRIP_NARROW_OPS): an entry of their own, so that scan_strip's
@@ -5483,6 +5499,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   BC_SCAN_BLOCK_ENTRY(name, OP, strip512, scan_strip512, 512, 1)
 #define BC_SCAN_STRIP_NARROW_ENTRY(name, OP) \
   BC_SCAN_BLOCK_ENTRY(name, OP, strip_narrow, scan_strip_narrow, 256, 1)
+#define BC_SCAN_STRIP6_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip6, scan_strip6, 256, 2)
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
@@ -5548,6 +5565,7 @@ BC_SCAN_COOP_ENTRY(sum, SumOp)
 BC_SCAN_STAGE_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_NARROW_ENTRY(sum, SumOp)
+BC_SCAN_STRIP6_ENTRY(sum, SumOp)
 BC_SCAN_RING_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD)
@@ -5557,6 +5575,7 @@ BC_SCAN_COOP_ENTRY(prod, ProdOp)
 BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_NARROW_ENTRY(prod, ProdOp)
+BC_SCAN_STRIP6_ENTRY(prod, ProdOp)
 BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_SUM_LINES)  // cumsum (and its backward) over interleaved lines
