@@ -465,6 +465,25 @@ def strip_smem(op: str, itemsize: int, width: int = 128) -> int:
     return (staged * (chunk + pad) + flags) * STRIP_STAGES
 
 
+def _strip_entry(module: LoadedModule, op: str, itemsize: int, width: int, strips: int,
+                 sm_count: int) -> tuple[str, int, int]:  # fmt: skip
+    """The strip entry of ``op`` for ``strips`` strips of ``width`` bytes, its shared memory
+    and its threads: scan_<op>_strip512 where STRIP_512_OPS lists the op, _strip_narrow for
+    strips under 128 bytes, _strip6 where STRIP_MANY_OPS lists it and the strips are at least
+    STRIP_MANY_PER_SM an SM that the device holds, else scan_<op>_strip."""
+    if op in STRIP_512_ENTRY_OPS and _listed(STRIP_512_OPS, op, itemsize):
+        return f"scan_{op}_strip512", strip_smem(op, itemsize, width), 512
+    if 0 < width < 128:
+        return f"scan_{op}_strip_narrow", strip_smem(op, itemsize, width), BLOCK
+    if (width and op in STRIP_MANY_ENTRY_OPS and _listed(STRIP_MANY_OPS, op, itemsize)
+            and strips >= STRIP_MANY_PER_SM * sm_count):  # fmt: skip
+        many, smem = f"scan_{op}_strip6", STRIP_CHUNK * STRIP_MANY_STAGES
+        if (_smem_room(module, many) >= smem
+                and module.resident_blocks(many, BLOCK, smem) >= STRIP_MANY_PER_SM):
+            return many, smem, BLOCK
+    return f"scan_{op}_strip", strip_smem(op, itemsize, width), BLOCK
+
+
 def _strip_operands(op: str) -> tuple[tuple[int, ...], ...]:
     """The operand slots a strip launch of ``op`` may take (each a sorted tuple)."""
     staged = tuple(range(STRIP_STAGED[op]))
@@ -1527,20 +1546,12 @@ def launch_scan(
         return f"{'seg1:' if kernel.endswith('1') else 'seg'}{warps}x{per}"
     if layout == "cols" and op in STRIP_STAGED:  # before the other layouts' tests
         sw = _strip_width(op, shape, axis, operands, itemsize, sm_count)
-        wide = op in STRIP_512_ENTRY_OPS and _listed(STRIP_512_OPS, op, itemsize)
-        kernel = f"scan_{op}_strip{'512' if wide else '_narrow' if 0 < sw < 128 else ''}"
-        smem = strip_smem(op, itemsize, sw)
         strips = rows * itemsize // sw if sw else 0
-        if (sw >= 128 and op in STRIP_MANY_ENTRY_OPS and _listed(STRIP_MANY_OPS, op, itemsize)
-                and strips >= STRIP_MANY_PER_SM * sm_count):  # fmt: skip
-            many, many_smem = f"scan_{op}_strip6", STRIP_CHUNK * STRIP_MANY_STAGES
-            if (_smem_room(module, many) >= many_smem
-                    and module.resident_blocks(many, BLOCK, many_smem) >= STRIP_MANY_PER_SM):
-                kernel, smem = many, many_smem
+        kernel, smem, threads = _strip_entry(module, op, itemsize, sw, strips, sm_count)
         if sw and _smem_room(module, kernel) >= smem:
             params.width = sw
-            _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), 512 if wide else BLOCK,
-                     smem, stream, params, kernel)  # fmt: skip
+            _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), threads, smem, stream,
+                     params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
     if _ring_rows(op, params, operands, itemsize):
         kernel = f"scan_{op}_ring"

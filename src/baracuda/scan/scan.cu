@@ -3869,15 +3869,15 @@ __device__ __forceinline__ void scan_strip_w(const Params& P,
 
 // P.width: the strip's bytes (128 or 256). 12 chunks in flight (192 KiB) measured no faster
 // than 8 on the H100 (f32 97.8 / 97.8 us, bf16 52.4 / 52.5 us over 4096 x 8192 along dim 0).
-template <typename T, typename A, class Op, int NT = kBlock>
+template <typename T, typename A, class Op, int NT = kBlock, int STAGES = kStripStages>
 __device__ void scan_strip(const Params& P) {
   // kStripSmemCarry ops: and their carry (two chunks' of each line)
   __shared__ typename StripCarryOf<Op>::type
       tot[(kStripSmemCarry<Op> ? 3 : 2) * NT * (kStripWordBytes<T> / sizeof(T))];
   if (P.width == 256)
-    scan_strip_w<T, A, Op, 256, NT>(P, tot);
+    scan_strip_w<T, A, Op, 256, NT, STAGES>(P, tot);
   else
-    scan_strip_w<T, A, Op, 128, NT>(P, tot);
+    scan_strip_w<T, A, Op, 128, NT, STAGES>(P, tot);
 }
 // Strips several an SM (scan_<op>_strip6, _kernels.STRIP_MANY_OPS): kStripStagesMany chunks in
 // flight (96 KiB), so that two blocks share an SM; the host takes it where the strips are at
@@ -3888,12 +3888,7 @@ constexpr int kStripStagesMany = 6;
 template <typename T, typename A, class Op>
 __device__ void scan_strip6(const Params& P) {
   static_assert(kInputsY<Op> == 1, "one staged operand");
-  __shared__ typename StripCarryOf<Op>::type
-      tot[(kStripSmemCarry<Op> ? 3 : 2) * kBlock * (kStripWordBytes<T> / sizeof(T))];
-  if (P.width == 256)
-    scan_strip_w<T, A, Op, 256, kBlock, kStripStagesMany>(P, tot);
-  else
-    scan_strip_w<T, A, Op, 128, kBlock, kStripStagesMany>(P, tot);
+  scan_strip<T, A, Op, kBlock, kStripStagesMany>(P);
 }
 // Strips of P.width = 64 or 32 bytes (scan_<op>_strip_narrow, kStripNarrow ops in 2- and
 // 4-byte types; _kernels.STRIP_NARROW_OPS): an entry of their own, so that scan_strip's
