@@ -44,6 +44,7 @@ from baracuda.scan._kernels import (
     SCAN_SOURCES,
     SEG1_OPS,
     SEG_OPS,
+    SHORT_MANY_ENTRY_OPS,
     STREAM_GROUPS,
     STREAM_KINDS,
     STREAM_OPS,
@@ -959,19 +960,21 @@ def test_tie_break_enum_accepted() -> None:
     np.testing.assert_array_equal(i, [[0, 1]])
 
 
-# every kernel scan.cu defines: each op on every layout, the pipelined, cooperative and staged
-# kernels of PIPE_OPS, the pipelined kernel of PIPE_AUX_OPS, the segmented tiles of SEG_OPS,
-# the line pairs of PAIR_OPS, the strips of STRIP_STAGED (and the narrow and 6-stage strips of
-# STRIP_NARROW_ENTRY_OPS and STRIP_MANY_ENTRY_OPS), the rings of RING_OPS, the fused cummax
-# backward;
+# every kernel scan.cu defines: each op on every layout and over short strided axes, the
+# pipelined, cooperative and staged kernels of PIPE_OPS, the pipelined kernel of
+# PIPE_AUX_OPS, the segmented tiles of SEG_OPS, the line pairs of PAIR_OPS, the strips of
+# STRIP_STAGED (and the narrow and 6-stage strips of STRIP_NARROW_ENTRY_OPS and
+# STRIP_MANY_ENTRY_OPS), the rings of RING_OPS, the fused cummax backward;
 # and the look-back workspace's zeroing, which every program holds
 _SHARED = "scan_zero"
 _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
-          "strip", "strip512", "strip_narrow", "strip6", "ring")  # fmt: skip
+          "strip", "strip512", "strip_narrow", "strip6", "ring", "short", "short1",
+          "short4", "short2")  # fmt: skip
 _ALL_ENTRIES = (
-    {f"scan_{op}_{k}" for op in OPS for k in _LAYOUTS}
+    {f"scan_{op}_{k}" for op in OPS for k in (*_LAYOUTS, "short", "short1")}
+    | {f"scan_{op}_{k}" for k, ops in SHORT_MANY_ENTRY_OPS.items() for op in ops}
     | {f"scan_{op}_{k}" for op in PIPE_OPS for k in _PIPE_KINDS}
     | {f"scan_{op}_{k}" for op in PIPE_AUX_OPS for k in ("pipe1", "pipe1w")}
     | {f"scan_{op}_{k}" for op in COLS_STATES_OPS for k in ("cstates1", "cstates8")}

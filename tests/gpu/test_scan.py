@@ -895,8 +895,13 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
         ("strided lines, staged", (4096, 32), 0, {},
          "cols" if element.itemsize == 8 else "lbstage"),
         # f32, f16 and bf16 take strips there (STRIP_OPS), f64 three passes
-        ("many strided lines", (40, 140_032), 0, {},
+        ("many strided lines", (40, 140_032), 0, {"SHORT": False},
          "strip" if K._listed(K.STRIP_OPS, "lse", element.itemsize) else "cols"),
+        # short strided axes: a vector of lines a thread, two over 4 positions or fewer (short4,
+        # SHORT_TWO_OPS), a line a thread where the lines are not whole vectors (short1)
+        ("short strided lines", (40, 140_032), 0, {}, "short"),
+        ("three strided positions", (3, 4096), 0, {}, "short4"),
+        ("short strided odd lines", (5, 1001), 0, {}, "short1"),
         ("strided, three passes", (3000, 64), 0, {"LOOKBACK": False}, "cols"),
     ]
 
@@ -1535,6 +1540,7 @@ def test_max_backward_strips(kind: ScanKind, element: ElementKind, monkeypatch: 
     passes."""
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "SHORT", False)  # strips over short axes too
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_MIN_FILL_OF", ())
@@ -1869,6 +1875,7 @@ def test_strip_indices_of_any_alignment(element: ElementKind, wide: bool,
     seen = launched_kernels(monkeypatch)
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "SHORT", False)  # strips over short axes too
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_MIN_FILL_OF", ())
@@ -1917,6 +1924,7 @@ def test_scan_strips(kind: ScanKind, element: ElementKind, wide: bool, monkeypat
     ``wide``: the ops with a strip512 entry take it (STRIP_512_OPS)."""
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "SHORT", False)  # strips over short axes too
     assert K.STRIP
     op = _op_of(kind)
     if wide and op not in K.STRIP_512_ENTRY_OPS and not any(
@@ -1988,6 +1996,7 @@ def test_scan_narrow_strips(kind: ScanKind, element: ElementKind, monkeypatch: A
     the output view. f64 and the ops outside those tables never take them."""
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "SHORT", False)  # strips over short axes too
     monkeypatch.setattr(K, "STRIP_MIN_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_WIDE_FILL", 0.0)
     monkeypatch.setattr(K, "STRIP_MIN_FILL_OF", ())
@@ -2063,6 +2072,7 @@ def test_scan_strips_two_an_sm(kind: ScanKind, element: ElementKind, monkeypatch
     from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "SHORT", False)  # strips over short axes too
     sm = device_info(torch.cuda.current_device()).sm_count
     seen = launched_kernels(monkeypatch)
     op = _op_of(kind)
@@ -2094,6 +2104,121 @@ def test_scan_strips_two_an_sm(kind: ScanKind, element: ElementKind, monkeypatch
             check_op(kind, element, x, axis, reverse, label)
             if kind is ScanKind.CUMSUM:
                 assert seen == ["scan_sum_strip6"] * 2, (label, seen)
+
+
+# the ops of each op's launches over short strided axes (scan_short), forward and backward
+# (the cummax/cummin backward in two passes there: winner flags, then the segmented sums), and
+# the backward's ops that read the saved x (the others read dy and y, laid out densely here)
+_SHORT_OPS: dict[ScanKind, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ScanKind.CUMSUM: (("sum",), ("sum",)),
+    ScanKind.CUMPROD: (("prod",), ("prod_bwd",)),
+    ScanKind.LOGCUMSUMEXP: (("lse",), ("lse_bwd",)),
+    ScanKind.CUMMAX: (("max",), ("maxflag", "seg_bwd")),
+    ScanKind.CUMMIN: (("max",), ("maxflag", "seg_bwd")),
+}
+_SHORT_READS_X = ("prod_bwd", "lse_bwd", "maxflag")
+
+
+@pytest.mark.parametrize("limit", [0, 203], ids=["default", "203"])
+@pytest.mark.parametrize("kind", list(ScanKind), ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
+                         monkeypatch: Any) -> None:  # fmt: skip
+    """Strided axes of 2 to SHORT_MAX positions take scan_short, forward and every backward
+    launch: a word of lines a thread where the lines come in 16-byte vectors (two or four
+    vectors over 4 or 2 positions: short_kind), else a line a thread (short1: lines that are not
+    whole vectors, a misaligned view, every other line); axis lengths 2, 3, 4, 7 and SHORT_MAX,
+    odd numbers of vectors, rank 3 along dims 0 and 1, padded rows in and out; both
+    directions, on poisoned outputs against the float64 reference (cummax/cummin's indices
+    exactly, also into a view that is not 16-byte aligned, an element at a time), the backward
+    again with AUX moved an element at a time, nothing written outside the output view, and
+    against the same launch without it. One position and a longer axis take other kernels.
+    ``limit``: SHORT_MAX set to it (203: many batches, the last one partial)."""
+    from baracuda.scan import _kernels as K
+
+    if limit:
+        monkeypatch.setattr(K, "SHORT_MAX", limit)
+    seen = launched_kernels(monkeypatch)
+    dt = torch_dtype(element)
+    lanes = 16 // element.itemsize
+    m = K.SHORT_MAX
+    fwd_ops, bwd_ops = _SHORT_OPS[kind]
+
+    def make(shape: tuple[int, ...], seed: int) -> Any:
+        return torch.from_numpy(make_input(kind, shape, seed)).to("cuda", dt)
+
+    padded = make((10, 9 * lanes), 71)
+    # (what, x, axis, the launches: "vector" every one in words of lines, "x" those that read
+    # x a line a thread, "lines" every one a line a thread, "" none of them short)
+    cases: list[tuple[str, Any, int, str]] = [
+        (f"({n}, {v} vectors)", make((n, v * lanes), 70 + n), 0, "vector")
+        for n, v in ((2, 37), (3, 11), (4, 13), (7, 65), (m, 9))
+    ]
+    cases += [
+        ("rank 3 along dim 0", make((4, 5, 3 * lanes), 72), 0, "vector"),
+        ("rank 3 along dim 1", make((6, 9, 2 * lanes), 73), 1, "vector"),
+        ("padded rows", padded[:, : 7 * lanes], 0, "vector"),
+        ("lines not whole vectors", make((5, 3 * lanes + 1), 74), 0, "lines"),
+        ("lines not whole vectors, 2 positions", make((2, 7 * lanes + 3), 77), 0, "lines"),
+        ("misaligned view", padded[:, 1 : 1 + 4 * lanes], 0, "x"),
+        ("every other line", padded[:, ::2], 0, "lines"),  # (dy: lines not whole vectors)
+        ("one position", make((1, 5 * lanes), 76), 0, ""),
+        (f"({m + 1}, 4 vectors)", make((m + 1, 4 * lanes), 75), 0, ""),
+    ]
+    for what, x, axis, want in cases:
+        shape = tuple(x.shape)
+        n = shape[axis]
+
+        def name(o: str, lines: bool, n: int = n) -> str:
+            return f"scan_{o}_{K.short_kind(o, n, not lines)}"
+
+        fwd = [name(o, want in ("x", "lines")) for o in fwd_ops]
+        bwd = [name(o, want == "lines" or (want == "x" and o in _SHORT_READS_X))
+               for o in bwd_ops]  # fmt: skip
+        for reverse in (False, True):
+            label = f"{what} {shape} axis={axis} rev={reverse}"
+            # the output a view of padded rows in a poisoned buffer
+            big = poisoned((*shape[:-1], shape[-1] + 2 * lanes), element)
+            y = big[..., : shape[-1]]
+            idx = None
+            if kind in EXTREMA:
+                idx = torch.full(tuple(shape), -7, dtype=torch.int64, device="cuda")
+            s = stream()
+            plan = ScanPlan.select(s, ScanDescriptor(kind, shape, axis, element, reverse))
+            ws = bc.Workspace.allocate(plan.workspace_size(), s)
+            seen.clear()
+            plan.run(s, ws, ScanArgs(x, y, idx))
+            torch.cuda.synchronize()
+            assert (seen == fwd) == bool(want), (label, seen, fwd)
+            assert bool(torch.isnan(big[..., shape[-1]:].float()).all()), label
+            ref = R.scan(kind, _np64(x), axis, reverse)
+            if kind in EXTREMA:
+                np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(ref[1]),
+                                              err_msg=label)  # fmt: skip
+                # indices 8 bytes past a 16-byte boundary: written an element at a time
+                buf = torch.full((x.numel() + 1,), -7, dtype=torch.int64, device="cuda")
+                idx8 = buf[1:].view(shape)
+                plan.run(s, ws, ScanArgs(x, y, idx8))
+                torch.cuda.synchronize()
+                assert torch.equal(idx8, idx) and int(buf[0]) == -7, label
+                ref = ref[0]
+            assert_close(y, ref, element, scale=scale_of(kind, n), what=f"{kind.value} {label}")
+            if want:
+                monkeypatch.setattr(K, "SHORT", False)
+                y_other, idx_other = run_forward(kind, x, axis, reverse)
+                monkeypatch.setattr(K, "SHORT", True)
+                assert_close(y, _np64(y_other), element, scale=scale_of(kind, n),
+                             what=f"short vs other kernels {label}")  # fmt: skip
+                if kind in EXTREMA:
+                    assert torch.equal(idx, idx_other), label
+            seen.clear()
+            check_op(kind, element, x, axis, reverse, label)  # forward and backward
+            if want:
+                assert seen == fwd + bwd, (label, seen, fwd + bwd)
+                if kind in EXTREMA:  # the winner flags an element at a time
+                    with monkeypatch.context() as mp:
+                        mp.setattr(K, "_vector_aux", lambda *a: False)
+                        check_op(kind, element, x, axis, reverse, f"{label}, AUX by element")
 
 
 @pytest.mark.parametrize(("element", "shape", "width"), [

@@ -105,6 +105,13 @@ __all__ = [
     "STRIP_MANY_STAGES",
     "STRIP_MANY_ENTRY_OPS",
     "strip_smem",
+    "SHORT",
+    "SHORT_MAX",
+    "SHORT_KINDS",
+    "SHORT_TWO_OPS",
+    "SHORT_FOUR_OPS",
+    "SHORT_MANY_ENTRY_OPS",
+    "short_kind",
     "RING_ROWS",
     "RING_FORWARD_OPS",
     "STREAM_ROWS",
@@ -528,33 +535,121 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
             widths.append((32, fill_least))
     if numel(shape) // n * itemsize < widths[-1][0] * fill_least * sm_count:
         return 0  # too few lines for enough strips (before the layout's cost)
-    oshape, ostrides, _, axis_strides = split_axis(
-        shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
-    )
-    last = max((k for k, d in enumerate(oshape) if d > 1), default=-1)
-    if last < 0:
+    lines = _vector_lines(op, shape, axis, operands, used, itemsize)
+    if lines is None:
         return 0
-    lanes = 16 // itemsize
-    for k, i in enumerate(used):
-        if i == AUX:  # lines adjacent; the flags that are read are staged in 16-byte pieces
-            if ostrides[k][last] != 1:
-                return 0
-            others = [st for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True))
-                      if d > 1 and j != last]  # fmt: skip
-            staged = [operands[i].ptr, axis_strides[k], *others]  # type: ignore[union-attr]
-            if op == "seg_bwd" and any(v % 16 for v in staged):
-                return 0
-            continue
-        if operands[i].ptr % 16 or axis_strides[k] % lanes:  # type: ignore[union-attr]
-            return 0
-        for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True)):
-            if d > 1 and (st != 1 if j == last else st % lanes):
-                return 0
+    oshape, last = lines
     line_bytes = numel(oshape) * itemsize
     for sw, fill in widths:
         if (oshape[last] * itemsize) % sw == 0 and line_bytes // sw >= fill * sm_count:
             return sw
     return 0
+
+
+def _vector_lines(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+                  used: tuple[int, ...], itemsize: int,
+                  staged: bool = True) -> tuple[tuple[int, ...], int] | None:  # fmt: skip
+    """The outer shape of a strided scan of ``op`` over ``used`` operands and its innermost dim
+    of extent > 1, where the lines come in 16-byte vectors (strips and ``scan_short``): the
+    element-typed operands 16-byte aligned with that dim of stride 1 and every other outer
+    stride and the axis stride whole vectors; AUX (indices or flags) with that dim of stride 1
+    (the flags that the cummax backward's second pass stages in strips, ``staged``, also with
+    every other stride, and their address, multiples of 16). None where they do not."""
+    oshape, ostrides, _, axis_strides = split_axis(
+        shape, [operands[i].strides for i in used], axis  # type: ignore[union-attr]
+    )
+    last = max((k for k, d in enumerate(oshape) if d > 1), default=-1)
+    if last < 0:
+        return None
+    lanes = 16 // itemsize
+    for k, i in enumerate(used):
+        if i == AUX:  # lines adjacent; the flags that are read are staged in 16-byte pieces
+            if ostrides[k][last] != 1:
+                return None
+            others = [st for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True))
+                      if d > 1 and j != last]  # fmt: skip
+            pieces = [operands[i].ptr, axis_strides[k], *others]  # type: ignore[union-attr]
+            if staged and op == "seg_bwd" and any(v % 16 for v in pieces):
+                return None
+            continue
+        if operands[i].ptr % 16 or axis_strides[k] % lanes:  # type: ignore[union-attr]
+            return None
+        for j, (d, st) in enumerate(zip(oshape, ostrides[k], strict=True)):
+            if d > 1 and (st != 1 if j == last else st % lanes):
+                return None
+    return oshape, last
+
+
+# Switch: a strided axis of 2 to SHORT_MAX positions (every op but the cummax backward's one
+# pass) takes scan_<op>_short: a thread per word of adjacent lines walks the axis (scan.cu,
+# scan_short; short_kind). Strips there scan one partial chunk a block and exit, and cols moves
+# an element at a time: on an H200 (docs/benchmarks.md, round 48) cumsum over (2, 2^23) along
+# dim 0 took 546.8 us in bf16 and 980.0 in f32 (torch 49.0 and 55.1), now 28.5 and 46.2; from
+# 128 positions on strips are faster (bf16 128 x 131072: 23.7 against 33.1 us). Read at each
+# launch.
+SHORT = True
+SHORT_MAX = 64
+SHORT_KINDS = ("short", "short1")  # every op: a word of lines a thread; a line a thread
+# Switch: the ops that take two 16-byte vectors a thread over 3 and 4 positions (short4), and
+# four over 2 (short2), where one vector a thread leaves too few loads in flight: on an H200,
+# bf16 cumsum over (2, 2^23) 28.5 against 37.7 us, (4, 2^22) 24.1 against 26.7; the cummax
+# backward over (2, 2^23) 78.0 against 91.7. cummax (101.8 against 84.5 us over (2, 2^23)),
+# and the cumprod and logcumsumexp backward (45.9 against 37.9, 68.9 against 55.1) were
+# slower so; logcumsumexp gains in short4 only (37.8 against 46.1) and spilled in short2.
+# Read at each launch (the entries exist for the ops of SHORT_MANY_ENTRY_OPS only).
+SHORT_TWO_OPS: tuple[str, ...] = ("sum", "prod", "lse", "maxflag", "seg_bwd")
+SHORT_FOUR_OPS: tuple[str, ...] = ("sum", "prod", "maxflag", "seg_bwd")
+SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
+    "short4": ("sum", "prod", "lse", "maxflag", "seg_bwd"),
+    "short2": ("sum", "prod", "maxflag", "seg_bwd"),
+}  # fmt: skip
+
+
+def short_kind(op: str, n: int, vector: bool = True) -> str:
+    """The scan_short entry of ``op`` over ``n`` positions: ``short1`` where the lines are not
+    in 16-byte vectors, four vectors a thread (short2) over 2 positions where SHORT_FOUR_OPS
+    lists the op, two (short4) over 4 or fewer where SHORT_TWO_OPS does, else one (short)."""
+    if not vector:
+        return "short1"
+    for kind, ops, most in (("short2", SHORT_FOUR_OPS, 2), ("short4", SHORT_TWO_OPS, 4)):
+        if n <= most and op in ops and op in SHORT_MANY_ENTRY_OPS[kind]:
+            return kind
+    return "short"
+
+
+def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+                  itemsize: int) -> tuple[str, int] | None:  # fmt: skip
+    """The scan_short entry of a strided scan of ``op`` and the lines a thread takes, or None:
+    ``SHORT`` on, an axis of 2 to ``SHORT_MAX`` positions and the op's strip operands
+    (``_strip_operands``). Lines in 16-byte vectors (``_vector_lines``, the innermost outer dim
+    a whole number of them) go a vector a thread (cummax/cummin: two lines, for their indices),
+    or NV vectors (``short_kind``); any other layout a line a thread (short1)."""
+    n = shape[axis]
+    if not SHORT or not 1 < n <= SHORT_MAX or op not in STRIP_STAGED or op == "max_bwd":
+        return None
+    used = tuple(i for i, o in enumerate(operands) if o is not None)
+    if used not in _strip_operands(op):
+        return None
+    lines = _vector_lines(op, shape, axis, operands, used, itemsize, staged=False)
+    vector = lines is not None and lines[0][lines[1]] * itemsize % 16 == 0
+    kind = short_kind(op, n, vector)
+    if not vector:
+        return kind, 1
+    nv = {"short2": 4, "short4": 2}.get(kind, 1)
+    return kind, nv * (2 if op == "max" else 16 // itemsize)
+
+
+def _vector_aux(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
+                itemsize: int) -> bool:  # fmt: skip
+    """Whether ``scan_short`` moves AUX (indices, flags) a vector of 16 // itemsize elements at
+    a time: no AUX, or AUX 16-byte aligned with its axis stride and every outer stride (of
+    extent > 1) whole vectors."""
+    aux = operands[AUX]
+    if aux is None:
+        return True
+    lanes = 16 // itemsize
+    strides = [st for d, st in zip(shape, aux.strides, strict=True) if d > 1]
+    return aux.ptr % 16 == 0 and all(st % lanes == 0 for st in strides if st != 1)
 
 
 # Switch: cumsum/cumprod (RING_FORWARD_OPS) along a contiguous axis, IN0 and OUT only under
@@ -914,6 +1009,9 @@ def _group_entries(group: str) -> tuple[str, ...]:
     return (
         ("scan_zero",)  # in every program: the look-back workspace's zeroing
         + tuple(f"scan_{op}_{k}" for op in ops for k in _LAYOUTS)
+        + tuple(f"scan_{op}_{k}" for op in ops for k in SHORT_KINDS)
+        + tuple(f"scan_{op}_{k}" for k, many in SHORT_MANY_ENTRY_OPS.items() for op in ops
+                if op in many)
         + tuple(f"scan_{op}_{k}" for op in ops if op in COLS_STATES_OPS
                 for k in ("cstates1", "cstates8"))
         + tuple(f"scan_{op}_{k}" for op in ops if op in PIPE_OPS
@@ -1371,18 +1469,20 @@ _SWITCHES = (
     "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_OPS", "STRIP_512_OPS",
     "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF", "STRIP_NARROW_OPS", "STRIP_32_OPS", "STRIP_MANY_OPS",
-    "STRIP_MANY_PER_SM",
+    "STRIP_MANY_PER_SM", "SHORT_TWO_OPS", "SHORT_FOUR_OPS",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
     "STREAM_ROWS", "STREAM_LINES", "STREAM_BLOCKS_PER_SM", "STREAM_ITEMSIZES",
     "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD", "RING_MAX_BACKWARD",
-    "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD",
+    "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
+    "SHORT_MAX",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
-    "OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS", "SEG1_OPS", "PAIR_OPS", "STRIP_STAGED",
+    "OPS", "SHORT_KINDS", "SHORT_MANY_ENTRY_OPS", "PIPE_OPS", "PIPE_AUX_OPS", "SEG_OPS",
+    "SEG1_OPS", "PAIR_OPS", "STRIP_STAGED",
     "STRIP_512_ENTRY_OPS", "STRIP_NARROW_ENTRY_OPS", "STRIP_MANY_ENTRY_OPS", "STRIP_MANY_STAGES",
     "STRIP_CHUNK", "STRIP_STAGES", "MAX_BWD_STRIP_CHUNK", "MAX_BWD_STRIP_STAGES", "RING_CHUNK",
     "RING_STAGES", "RING_SMEM",
@@ -1544,6 +1644,15 @@ def launch_scan(
         _enqueue(rec, module.function(kernel), (_cdiv(warps, wpb), 1, 1), 32 * wpb, 0,
                  stream, params, kernel)  # fmt: skip
         return f"{'seg1:' if kernel.endswith('1') else 'seg'}{warps}x{per}"
+    short = _short_launch(op, shape, axis, operands, itemsize) if layout == "cols" else None
+    if short is not None:
+        kind, per_thread = short
+        kernel = f"scan_{op}_{kind}"
+        params.chunk_len, params.nchunks = n, 1
+        params.vec = int(kind != "short1" and _vector_aux(shape, axis, operands, itemsize))
+        grid = max(1, min(_cdiv(rows, BLOCK * per_thread), sm_count * 64))
+        _enqueue(rec, module.function(kernel), (grid, 1, 1), BLOCK, 0, stream, params, kernel)
+        return f"{kind}x{grid}"
     if layout == "cols" and op in STRIP_STAGED:  # before the other layouts' tests
         sw = _strip_width(op, shape, axis, operands, itemsize, sm_count)
         strips = rows * itemsize // sw if sw else 0
@@ -1846,7 +1955,8 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
                         rec: Recorder | None = None) -> str | None:  # fmt: skip
     """Enqueue the cummax/cummin backward in one kernel (``reverse`` and ``mode`` of the
     forward, winner flags in ``flags`` laid out for ``layout``) where it applies:
-    ``FUSED_MAX_BACKWARD`` on, and for ``layout`` "cols" strips (``_max_strip``); for "rows"
+    ``FUSED_MAX_BACKWARD`` on, and for ``layout`` "cols" strips (``_max_strip``) where both
+    passes do not take ``scan_short`` (``_short_launch``); for "rows"
     either a ring (``_max_ring``), or not both passes on segmented tiles (``_seg_rows`` of
     each) and either a warp per line
     (``chunking`` takes ``rows1``: ``scan_max_bwd_rows``) or, with
@@ -1857,6 +1967,9 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
     if not FUSED_MAX_BACKWARD or total == 0:
         return None
     if layout == "cols":
+        if (_short_launch("maxflag", shape, axis, [x, None, None, None, flags], itemsize)
+                and _short_launch("seg_bwd", shape, axis, [dy, None, None, dx, flags], itemsize)):
+            return None  # both passes over short lines (scan_short)
         return _max_strip(module, stream, shape, axis, reverse=reverse, mode=mode, dy=dy, x=x,
                           dx=dx, itemsize=itemsize, sm_count=sm_count, rec=rec)  # fmt: skip
     if layout != "rows":

@@ -3203,6 +3203,206 @@ __device__ void scan_cols(const Params& P) {
   }
 }
 
+// short: a strided axis of few positions (_kernels.SHORT_MAX). A thread takes NV words of W
+// bytes, each V = W / sizeof(T) adjacent lines (a block's 256 NV words adjacent, a thread's
+// 256 apart), and walks the axis in batches of B positions, every load of a batch issued
+// before its scan, storing its outputs a word a position: no shared memory and no barrier.
+// - W = 16 where the lines come in 16-byte vectors (the strips' conditions at 16 bytes: the
+//   innermost outer dim contiguous and a whole number of vectors, every element-typed operand
+//   16-byte aligned with strides of whole vectors); cummax/cummin's indices (MaxOp) take two
+//   lines a thread (W = 2 sizeof(T)), so that a warp's 16-byte index pairs are one run of 512
+//   bytes (with 8 lines a thread in bf16, a warp's pairs were 64 bytes apart: 101.8 against
+//   torch's 63.9 us over 64 x 262144 on an H200).
+// - W = sizeof(T) (short1) for any other layout: a line a thread, adjacent lines' elements
+//   adjacent across a warp where the innermost outer dim is contiguous.
+// NV = 2 or 4 over axes of 4 or 2 positions (short4, short2), so that a thread still has about
+// 8 words of loads in flight. (Strips stage 16 KiB chunks, a block a strip: over a short axis
+// each block scans one partial chunk and exits; cols moves an element at a time, with 64-bit
+// index arithmetic an element.) One chunk a line: no carry in, no totals out. AUX
+// (cummax/cummin's indices, the backward's winner flags) moves V elements at a time where
+// P.vec (the host: AUX 16-byte aligned, its strides whole vectors), else one at a time.
+template <class Op>
+constexpr int kShortLoads = Op::kIn + (Op::kNb ? 1 : 0);  // words loaded a position
+// 8 words of loads a batch (the cumprod backward's 3 a position: 2 positions), so that no op
+// spills (ptxas: 64-128 registers, two blocks an SM)
+template <class Op, int NV>
+constexpr int kShortBatch = 8 / kShortLoads<Op> / NV < 1 ? 1 : 8 / kShortLoads<Op> / NV;
+// the bytes a thread owns a line group: two lines for MaxOp's indices, else a 16-byte vector
+template <typename T, class Op>
+constexpr int kShortWord = Op::kAuxOut && !kFlagOut<Op> ? 2 * (int)sizeof(T) : 16;
+
+// V flags (a byte each), and W bytes of elements, as one word
+template <int V>
+struct FlagWord {
+  typedef unsigned long long T;
+};
+template <>
+struct FlagWord<4> {
+  typedef unsigned T;
+};
+template <>
+struct FlagWord<2> {
+  typedef unsigned short T;
+};
+template <>
+struct FlagWord<1> {
+  typedef unsigned char T;
+};
+template <int W>
+struct ShortWord {
+  typedef int4 T;
+};
+template <>
+struct ShortWord<8> {
+  typedef unsigned long long T;
+};
+template <>
+struct ShortWord<4> {
+  typedef unsigned T;
+};
+template <>
+struct ShortWord<2> {
+  typedef unsigned short T;
+};
+
+template <typename T, typename A, class Op, int NV, int W>
+__device__ void scan_short(const Params& P) {
+  typedef typename Op::S S;
+  constexpr int V = W / (int)sizeof(T);  // lines a word
+  constexpr int B = kShortBatch<Op, NV>;
+  constexpr int NI = Op::kIn;
+  typedef typename FlagWord<V>::T Fw;
+  typedef typename ShortWord<W>::T Wd;
+  const Op op{P.mode};
+  const i64 vecs = P.rows / V;
+  const i64 step = (i64)gridDim.x * blockDim.x * NV;
+  for (i64 first = (i64)blockIdx.x * blockDim.x * NV + threadIdx.x; first < vecs; first += step) {
+    i64 base[NV][NOPS];
+    bool live[NV];
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const i64 item = first + (i64)k * blockDim.x;
+      live[k] = item < vecs;
+      Coord c;
+      unravel(live[k] ? item * V : 0, P.outer, c);
+#pragma unroll
+      for (int j = 0; j < NOPS; ++j) base[k][j] = dot(c, P.op[j].outer, P.outer.rank);
+    }
+    S run[NV][V];
+    [[maybe_unused]] typename RunOf<Op>::type lrun[NV][V];  // run ops: the states as runs
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        run[k][e] = op.identity();
+        if constexpr (kRunOp<Op>) lrun[k][e] = op.run(run[k][e]);
+      }
+    }
+    for (i64 q0 = 0; q0 < P.n; q0 += B) {
+      Wd raw[NV][B][NI];
+      [[maybe_unused]] Wd nbraw[NV][B];
+      [[maybe_unused]] unsigned char fl[NV][B][V];
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+#pragma unroll
+        for (int u = 0; u < B; ++u) {
+          const i64 q = q0 + u;
+          if (live[k] && q < P.n) {
+            const i64 p = phys(P, q);
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+              raw[k][u][j] = *reinterpret_cast<const Wd*>(in_ptr<T>(P, j) + base[k][j] +
+                                                          p * P.op[j].axis_stride);
+            if constexpr (Op::kNb) {
+              if (q + 1 < P.n)
+                nbraw[k][u] = *reinterpret_cast<const Wd*>(
+                    in_ptr<T>(P, IN2) + base[k][IN2] + phys(P, q + 1) * P.op[IN2].axis_stride);
+            }
+            if constexpr (Op::kAuxIn) {
+              const unsigned char* f = static_cast<const unsigned char*>(P.op[AUX].ptr) +
+                                       base[k][AUX] + p * P.op[AUX].axis_stride;
+              if (V > 1 && P.vec) {
+                const Fw w = *reinterpret_cast<const Fw*>(f);
+                memcpy(fl[k][u], &w, V);
+              } else {
+#pragma unroll
+                for (int e = 0; e < V; ++e) fl[k][u][e] = f[e];
+              }
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+#pragma unroll
+        for (int u = 0; u < B; ++u) {
+          const i64 q = q0 + u;
+          if (!live[k] || q >= P.n) continue;
+          const i64 p = phys(P, q);
+          T in[NI][V], out[V];
+          [[maybe_unused]] T nbe[V];
+          [[maybe_unused]] i64 win[V];
+#pragma unroll
+          for (int j = 0; j < NI; ++j) memcpy(in[j], &raw[k][u][j], W);
+          if constexpr (Op::kNb) {
+            if (q + 1 < P.n) memcpy(nbe, &nbraw[k][u], W);
+          }
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            A vk[NI];
+#pragma unroll
+            for (int j = 0; j < NI; ++j) vk[j] = to_acc(in[j][e]);
+            if constexpr (kRunOp<Op>) {
+              op.push(lrun[k][e], vk[0]);
+              out[e] = from_acc<T>(op.value(lrun[k][e]));
+            } else {
+              A nb = A(1);  // y past the axis's end
+              if constexpr (Op::kNb) {
+                if (q + 1 < P.n) nb = to_acc(nbe[e]);
+              }
+              unsigned char f = 0;
+              if constexpr (Op::kAuxIn) f = fl[k][u][e];
+              const S prev = run[k][e];
+              run[k][e] = op.combine(prev, make_at(op, vk, nb, f, p));
+              out[e] = from_acc<T>(op.out_value(run[k][e], prev, vk, nb, f));
+              if constexpr (Op::kAuxOut) win[e] = op.winner(run[k][e], prev, vk, q, p);
+            }
+          }
+          if (P.op[OUT].ptr != nullptr) {
+            Wd w;
+            memcpy(&w, out, W);
+            T* d = static_cast<T*>(P.op[OUT].ptr) + base[k][OUT] + p * P.op[OUT].axis_stride;
+            if constexpr (W == 16)
+              store16(reinterpret_cast<int4*>(d), w);
+            else
+              *reinterpret_cast<Wd*>(d) = w;
+          }
+          if constexpr (Op::kAuxOut) {
+            if (P.op[AUX].ptr != nullptr) {
+              const i64 off = base[k][AUX] + p * P.op[AUX].axis_stride;
+              if (V == 1 || !P.vec) {
+#pragma unroll
+                for (int e = 0; e < V; ++e) store_aux_at(P, off + e, p, win[e]);
+              } else if (P.mode & 4) {  // the winner flags, a word
+                unsigned char b[V];
+#pragma unroll
+                for (int e = 0; e < V; ++e) b[e] = win[e] == p ? 1 : 0;
+                Fw w;
+                memcpy(&w, b, V);
+                *reinterpret_cast<Fw*>(static_cast<unsigned char*>(P.op[AUX].ptr) + off) = w;
+              } else if constexpr (V > 1) {  // the indices, two a 16-byte store
+                int4* d = reinterpret_cast<int4*>(static_cast<i64*>(P.op[AUX].ptr) + off);
+#pragma unroll
+                for (int e = 0; e < V; e += 2) store16(d + e / 2, idx_pair(win[e], win[e + 1]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // In place: carry[row * nchunks + c] = combine of the totals of chunks 0..c-1 of the row.
 template <typename T, typename A, class Op, int GW>
 __device__ void scan_states(const Params& P) {
@@ -5423,6 +5623,13 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     bc::pdl_launch_dependents();                                                        \
     bc::scan::scan_cols<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>>(p);                              \
   }                                                                                          \
+  BC_LB_KERNEL(scan_##name##_short, 2)(bc::scan::Params p) {                                 \
+    bc::scan::scan_short<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>, 1,                              \
+                         bc::scan::kShortWord<BC_T, bc::scan::SOP<BC_ACC>>>(p);               \
+  }                                                                                          \
+  BC_LB_KERNEL(scan_##name##_short1, 2)(bc::scan::Params p) {                                \
+    bc::scan::scan_short<BC_T, BC_ACC, bc::scan::SOP<BC_ACC>, 1, sizeof(BC_T)>(p);            \
+  }                                                                                          \
   BC_SCAN_STATES_ENTRIES(scan_##name##_states1, scan_##name##_states8, OP)                    \
   BC_LB_KERNEL(scan_##name##_lbrows, MINB)(bc::scan::Params p) {                                 \
     bc::pdl_wait();                                                                          \
@@ -5495,6 +5702,15 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_STRIP_NARROW_ENTRY(name, OP) \
   BC_SCAN_BLOCK_ENTRY(name, OP, strip_narrow, scan_strip_narrow, 256, 1)
 #define BC_SCAN_STRIP6_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip6, scan_strip6, 256, 2)
+// Short strided axes, two and four 16-byte vectors a thread (over 4 and 2 positions; the host's
+// SHORT_TWO_OPS and SHORT_FOUR_OPS), two blocks an SM; BC_SCAN_ENTRIES2 holds the rest.
+#define BC_SCAN_SHORT_ENTRY(name, OP, kind, NV)                                          \
+  BC_LB_KERNEL(scan_##name##_##kind, 2)(bc::scan::Params p) {                            \
+    bc::scan::scan_short<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, NV, 16>(p);                  \
+  }
+#define BC_SCAN_SHORT_MANY_ENTRIES(name, OP) \
+  BC_SCAN_SHORT_ENTRY(name, OP, short4, 2)   \
+  BC_SCAN_SHORT_ENTRY(name, OP, short2, 4)
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
@@ -5561,6 +5777,7 @@ BC_SCAN_STAGE_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_NARROW_ENTRY(sum, SumOp)
 BC_SCAN_STRIP6_ENTRY(sum, SumOp)
+BC_SCAN_SHORT_MANY_ENTRIES(sum, SumOp)
 BC_SCAN_RING_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD)
@@ -5571,6 +5788,7 @@ BC_SCAN_STAGE_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_NARROW_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP6_ENTRY(prod, ProdOp)
+BC_SCAN_SHORT_MANY_ENTRIES(prod, ProdOp)
 BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_SUM_LINES)  // cumsum (and its backward) over interleaved lines
@@ -5603,6 +5821,7 @@ BC_SCAN_PIPE_ENTRY(lse, LseOp)
 BC_SCAN_COOP_ENTRY(lse, LseOp)
 BC_SCAN_STAGE_ENTRY(lse, LseOp)
 BC_SCAN_STRIP_ENTRY(lse, LseOp)
+BC_SCAN_SHORT_ENTRY(lse, LseOp, short4, 2)
 #elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
@@ -5622,6 +5841,8 @@ BC_SCAN_SEG_WIDE_ENTRY(seg_bwd, SegBwdOp, sizeof(BC_T) == 2 ? 2 : 3)
 BC_SCAN_SEG_ENTRY(maxflag, MaxFlagOp)
 BC_SCAN_STRIP_ENTRY(seg_bwd, SegBwdOp)
 BC_SCAN_STRIP_ENTRY(maxflag, MaxFlagOp)
+BC_SCAN_SHORT_MANY_ENTRIES(seg_bwd, SegBwdOp)
+BC_SCAN_SHORT_MANY_ENTRIES(maxflag, MaxFlagOp)
 BC_LB_KERNEL(scan_max_bwd_rows, 4)(bc::scan::Params f, bc::scan::Params b) {
   bc::scan::scan_max_bwd_rows<BC_T, BC_ACC, 1>(f, b);
 }
