@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any
 
 import numpy as np
@@ -2152,3 +2153,158 @@ def _words(entry: tuple[object, ...]) -> set[int]:
     if not isinstance(args, tuple):
         return set()
     return {int.from_bytes(a[i:i + 8], "little") for a in args for i in range(0, len(a) - 7, 8)}
+
+
+def _short_slots(op: str, shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
+                 offset: int = 0, aux_offset: int = 0) -> list[Slot | None]:  # fmt: skip
+    """The operands of ``op`` over ``shape`` (strip slots: _strip_slots), dense at their own
+    16-byte aligned addresses; the staged inputs with ``strides`` and ``offset`` bytes past
+    their address where given; AUX (cummax/cummin's indices where ``op`` is "max", flags)
+    ``aux_offset`` elements past its address."""
+    dense = _dense(shape)
+    slots: list[Slot | None] = []
+    for k, s in enumerate(_strip_slots(op)):
+        if s is None:
+            slots.append(None)
+        elif k < 3:
+            slots.append(Slot(s.ptr + offset, strides or dense))
+        else:
+            slots.append(Slot(s.ptr + (aux_offset if k == 4 else 0), dense))
+    if op == "max":
+        slots[4] = Slot((5 << 30) + aux_offset * 8, dense)
+    return slots
+
+
+# (shape, axis, itemsize, x strides or None (dense), x byte offset, the entry, lines a thread)
+_SHORT_CASES = [
+    ((2, 2**23), 0, 2, None, 0, "short2", 32),  # four 16-byte vectors a thread
+    ((2, 2**23), 0, 4, None, 0, "short2", 16),
+    ((3, 4096), 0, 4, None, 0, "short4", 8),  # two vectors over 3 and 4 positions
+    ((4, 4096), 0, 8, None, 0, "short4", 4),
+    ((5, 4096), 0, 2, None, 0, "short", 8),  # a vector a thread
+    ((64, 4096), 0, 4, None, 0, "short", 4),
+    ((6, 7, 64), 1, 2, None, 0, "short", 8),  # rank 3, the middle axis
+    ((65, 4096), 0, 4, None, 0, "", 0),  # past SHORT_MAX
+    ((1, 4096), 0, 4, None, 0, "", 0),  # one position (the rows' layout's: never strided here)
+    ((8, 4095), 0, 4, None, 0, "short1", 1),  # lines not whole vectors: a line a thread
+    ((8, 4096), 0, 4, None, 4, "short1", 1),  # a misaligned pointer
+    ((8, 2048), 0, 4, (8192, 2), 0, "short1", 1),  # every other line
+    ((8, 4096), 0, 4, (4098, 1), 0, "short1", 1),  # rows not whole vectors
+    ((8, 4096), 0, 4, (4104, 1), 0, "short", 4),  # padded rows of whole vectors
+]
+
+
+@pytest.mark.parametrize("op", sorted(set(OPS)))
+@pytest.mark.parametrize(("shape", "axis", "itemsize", "strides", "offset", "kind", "per"),
+                         _SHORT_CASES)  # fmt: skip
+def test_short_axis_launch(op: str, shape: tuple[int, ...], axis: int, itemsize: int,
+                           strides: tuple[int, ...] | None, offset: int, kind: str, per: int,
+                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A strided axis of 2 to SHORT_MAX positions is one launch of scan_<op>_<kind>, no
+    workspace, a thread for every ``per`` lines (cummax/cummin: two lines a 16-byte vector's
+    word, for their indices; NV vectors only for the ops of SHORT_TWO_OPS / SHORT_FOUR_OPS),
+    P.vec where AUX is 16-byte aligned with strides of whole vectors; none with the switch
+    off."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    seen: list[tuple[str, object, int, int]] = []
+
+    def spy(fn: str, grid: object, block: int, smem: int, st: object, args: list[object],
+            name: str = "", **kw: object) -> None:  # fmt: skip
+        p = args[0]
+        seen.append((name, grid, smem, int(p.vec)))  # type: ignore[attr-defined]
+        log.launch(fn, grid, block, smem, st, args, name, **kw)  # type: ignore[arg-type]
+
+    _patch(monkeypatch, "launch", spy)
+    _patch(monkeypatch, "memset_zero", log.memset)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+
+    def launch(aux_offset: int = 0) -> str:
+        slots = _short_slots(op, shape, strides, offset, aux_offset)
+        mode = 4 if op == "maxflag" else 0  # the winner flags' bit
+        return K.launch_scan(log, op, None, shape, axis, reverse=False, mode=mode,  # type: ignore[arg-type]
+                             operands=slots, vec_slots=(0, 3), itemsize=itemsize,
+                             layout="cols", sm_count=132, states_ptr=1 << 20)  # fmt: skip
+
+    n = shape[axis]
+    lines = math.prod(shape) // n
+    if kind and kind != "short1":
+        vector = True
+        if op == "max":  # two lines a thread, one vector's word
+            kind, per = "short", 2
+        elif kind in ("short2", "short4"):
+            many = K.SHORT_FOUR_OPS if kind == "short2" else K.SHORT_TWO_OPS
+            if op not in many:
+                kind = "short4" if kind == "short2" and op in K.SHORT_TWO_OPS else "short"
+                per = (2 if kind == "short4" else 1) * 16 // itemsize
+    else:
+        vector = False
+    assert K.short_kind(op, n, vector) == kind or not kind
+    variant = launch()
+    if not kind:
+        assert not variant.startswith("short"), variant
+        return
+    grid = max(1, min(-(-lines // (K.BLOCK * per)), 132 * 64))
+    assert variant == f"{kind}x{grid}"
+    aux_vec = kind != "short1"
+    assert seen == [(f"scan_{op}_{kind}", (grid, 1, 1), 0, int(aux_vec))]
+    if op in ("max", "maxflag", "seg_bwd") and kind != "short1":
+        # AUX 8 bytes past a 16-byte boundary: moved an element at a time
+        seen.clear()
+        assert launch(aux_offset=1 if op == "max" else 8).startswith(kind)
+        assert seen[0][3] == 0, seen
+    monkeypatch.setattr(K, "SHORT", False)
+    seen.clear()
+    assert not launch().startswith("short")
+
+
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
+def test_max_backward_over_short_axes_is_two_passes(itemsize: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Along a strided axis of 2 to SHORT_MAX positions the cummax/cummin backward enqueues
+    nothing of its own (its two passes take scan_short: launch_scan), whatever the layout;
+    from SHORT_MAX + 1 positions on, or with SHORT off, its one-pass strips as before."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    _patch(monkeypatch, "launch", log.launch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+
+    def run(n: int, lines: int = 8192, x_strides: tuple[int, ...] | None = None) -> str | None:
+        d = (lines, 1)
+        return launch_max_backward(log, None, (n, lines), 0, reverse=False, mode=0,  # type: ignore[arg-type]
+                                   dy=Slot(2 << 30, d), x=Slot(1 << 30, x_strides or d),
+                                   dx=Slot(3 << 30, d), flags=Slot(4 << 30, d), layout="cols",
+                                   itemsize=itemsize, sm_count=132)  # fmt: skip
+
+    for n in (2, 3, K.SHORT_MAX):
+        assert run(n) is None, n
+        assert run(n, 8191) is None, n  # lines not whole vectors: short1
+        assert run(n, 4096, (8192, 2)) is None, n  # x every other line
+    assert log.calls == []
+    assert (run(K.SHORT_MAX + 1) or "").startswith("max_bwd_strip")
+    monkeypatch.setattr(K, "SHORT", False)
+    assert (run(K.SHORT_MAX) or "").startswith("max_bwd_strip")
+
+
+def test_short_entries_exist() -> None:
+    """Every entry short_kind names is in its op's program, for every op, axis length and
+    layout, whatever SHORT_TWO_OPS and SHORT_FOUR_OPS list (SHORT_MANY_ENTRY_OPS bounds
+    them)."""
+    from baracuda.scan import _kernels as K
+
+    groups = {op: g for g, ops in SCAN_GROUPS.items() for op in ops}
+    for op in OPS:
+        entries = SCAN_SOURCES[groups[op]].entries
+        for n in range(2, K.SHORT_MAX + 1):
+            for vector in (False, True):
+                assert f"scan_{op}_{K.short_kind(op, n, vector)}" in entries, (op, n, vector)
+    old = (K.SHORT_TWO_OPS, K.SHORT_FOUR_OPS)
+    try:
+        K.SHORT_TWO_OPS = K.SHORT_FOUR_OPS = tuple(OPS)
+        for op in OPS:
+            entries = SCAN_SOURCES[groups[op]].entries
+            assert all(f"scan_{op}_{K.short_kind(op, n)}" in entries for n in (2, 3, 4, 5))
+    finally:
+        K.SHORT_TWO_OPS, K.SHORT_FOUR_OPS = old
