@@ -1,0 +1,113 @@
+"""Scans along a short strided axis (round 48, docs/benchmarks.md): every op and backward over
+2^24 elements along dim 0 of 2 to 64 positions, where strips scan one partial chunk a block
+(``scan_<op>_short``: a thread per word of adjacent lines). Each case is checked against
+float64 (torch's own ops in float64; the backward against torch autograd, whose cummax ties
+go to the last occurrence: bf16 cummax backward differs there), then timed with the bench's
+method (``time_us``: L2 flushed, median) through the functional call, with a ``copy_`` of the
+input's bytes and torch's own call (autograd for the backward) in the same process
+(``--peers``). ``--off`` times the kernels taken before (SHORT off). Prints a line a case (the
+kernels and their grids), writes JSON:
+
+    python benchmarks/short_axes.py short short.json --peers
+    python benchmarks/short_axes.py off off.json --off          (on a GPU)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import baracuda as bc
+from baracuda._bench import time_us
+from baracuda.scan import _kernels as K
+
+BF16, F32 = torch.bfloat16, torch.float32
+_NAMES = {BF16: "bf16", F32: "f32"}
+# (op, dtype, positions along dim 0); 2^24 elements each
+CASES: list[tuple[str, torch.dtype, int]] = [
+    *((op, dt, n) for op, ns in (("cumsum", (2, 3, 4, 8, 64)), ("cummax", (2, 4, 64)),
+                                 ("logcumsumexp", (2, 4, 64)), ("cumprod", (2, 64)))
+      for n in ns for dt in (BF16, F32)),
+    *((f"{op}_backward", dt, n) for op in ("cumsum", "cumprod", "cummax", "logcumsumexp")
+      for n in (2, 64) for dt in (BF16, F32)),
+]  # fmt: skip
+_OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "cumsum": (bc.cumsum, torch.cumsum),
+    "cumprod": (bc.cumprod, torch.cumprod),
+    "logcumsumexp": (bc.logcumsumexp, torch.logcumsumexp),
+    "cummax": (lambda x, a: bc.cummax(x, a)[0], lambda x, a: torch.cummax(x, a)[0]),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("tag")
+    ap.add_argument("json_out", nargs="?")
+    ap.add_argument("--peers", action="store_true", help="time copy_ and torch too")
+    ap.add_argument("--off", action="store_true", help="SHORT off: the kernels before")
+    args = ap.parse_args()
+    if args.off:
+        K.__dict__["SHORT"] = False
+    names: list[str] = []
+    real = K.__dict__["launch"]  # the launcher that launch_scan calls
+
+    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, a: Any, name: str,
+            **kw: Any) -> None:  # fmt: skip
+        names.append(f"{name}/{grid[0]}")
+        real(fn, grid, block, smem, st, a, name, **kw)
+
+    K.__dict__["launch"] = spy
+    g = torch.Generator(device="cuda").manual_seed(0)
+    rows = []
+    for op, dt, n in CASES:
+        shape = (n, 2**24 // n)
+        base = op.removesuffix("_backward")
+        x = torch.randn(shape, device="cuda", generator=g)
+        if base == "cumprod":  # a product that stays in range over the axis
+            x = torch.rand(shape, device="cuda", generator=g) * 0.02 + 0.995
+        x = x.to(dt)
+        ours, theirs = _OPS[base]
+        if op.endswith("_backward"):
+            dy = torch.randn(shape, device="cuda", generator=g).to(dt)
+            xr = x.double().requires_grad_()
+            ref = torch.autograd.grad(theirs(xr, 0), xr, dy.double())[0]
+            y = ours(x, 0)
+            fn: Callable[[], Any] = lambda: bc.scan_backward(base, dy, x=x, y=y, axis=0)  # noqa: E731
+            xt = x.clone().requires_grad_()
+            yt = theirs(xt, 0)
+            tfn: Callable[[], Any] = lambda: torch.autograd.grad(yt, xt, dy, retain_graph=True)  # noqa: E731
+        else:
+            ref = theirs(x.double(), 0)
+            fn = lambda: ours(x, 0)  # noqa: E731
+            tfn = lambda: theirs(x, 0)  # noqa: E731
+        names.clear()
+        out = fn()
+        torch.cuda.synchronize()
+        err = float(((out.double() - ref).abs().max() / ref.abs().max().clamp_min(1)).item())
+        del ref
+        kernel = ",".join(k for k in names if not k.startswith("scan_zero"))
+        row: dict[str, Any] = {
+            "op": op, "dtype": _NAMES[dt], "shape": list(shape), "kernel": kernel, "err": err,
+            "us": round(time_us(fn), 2),
+        }  # fmt: skip
+        if args.peers:
+            o = torch.empty_like(x)
+            row["copy_us"] = round(time_us(lambda: o.copy_(x)), 2)
+            row["torch_us"] = round(time_us(tfn), 2)
+        rows.append(row)
+        peers = (f"  copy {row['copy_us']:7.1f}  torch {row['torch_us']:8.1f}"
+                 if args.peers else "")  # fmt: skip
+        print(f"{op:22s} {_NAMES[dt]:4s} {n:>3}x{shape[1]:<8} {row['us']:8.1f} us{peers}  "
+              f"{kernel}  err {err:.1e}", flush=True)  # fmt: skip
+    if args.json_out:
+        card = torch.cuda.get_device_name()
+        with open(args.json_out, "w") as f:
+            json.dump({"tag": args.tag, "card": card, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
