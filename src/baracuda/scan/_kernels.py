@@ -584,7 +584,7 @@ def _vector_lines(op: str, shape: tuple[int, ...], axis: int, operands: Sequence
 # pass) takes scan_<op>_short: a thread per word of adjacent lines walks the axis (scan.cu,
 # scan_short; short_kind). Strips there scan one partial chunk a block and exit, and cols moves
 # an element at a time: on an H200 (docs/benchmarks.md, round 48) cumsum over (2, 2^23) along
-# dim 0 took 546.8 us in bf16 and 980.0 in f32 (torch 49.0 and 55.1), now 28.5 and 46.2; from
+# dim 0 took 546.7 us in bf16 and 979.7 in f32 (torch 48.9 and 55.0), now 28.2 and 46.1; from
 # 128 positions on strips are faster (bf16 128 x 131072: 23.7 against 33.1 us). Read at each
 # launch.
 SHORT = True
@@ -641,9 +641,10 @@ def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence
 
 def _vector_aux(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
                 itemsize: int) -> bool:  # fmt: skip
-    """Whether ``scan_short`` moves AUX (indices, flags) a vector of 16 // itemsize elements at
-    a time: no AUX, or AUX 16-byte aligned with its axis stride and every outer stride (of
-    extent > 1) whole vectors."""
+    """Whether ``scan_short`` moves AUX (indices, flags) a word of its lines at a time: no AUX,
+    or AUX 16-byte aligned with every stride of a dim of extent > 1 (the axis's too) but the
+    innermost's 1 a multiple of 16 // itemsize (cummax's two lines a thread need only even
+    ones; the one rule serves every op)."""
     aux = operands[AUX]
     if aux is None:
         return True
