@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from _scan_bench import launched, scan_input
 
 import baracuda as bc
 from baracuda._bench import time_us
@@ -52,24 +53,13 @@ def main() -> None:
     args = ap.parse_args()
     if args.off:
         K.__dict__["SHORT"] = False
-    names: list[str] = []
-    real = K.__dict__["launch"]  # the launcher that launch_scan calls
-
-    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, a: Any, name: str,
-            **kw: Any) -> None:  # fmt: skip
-        names.append(f"{name}/{grid[0]}")
-        real(fn, grid, block, smem, st, a, name, **kw)
-
-    K.__dict__["launch"] = spy
+    names = launched()
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
     for op, dt, n in CASES:
         shape = (n, 2**24 // n)
         base = op.removesuffix("_backward")
-        x = torch.randn(shape, device="cuda", generator=g)
-        if base == "cumprod":  # a product that stays in range over the axis
-            x = torch.rand(shape, device="cuda", generator=g) * 0.02 + 0.995
-        x = x.to(dt)
+        x = scan_input(base, shape, dt, g)
         ours, theirs = _OPS[base]
         if op.endswith("_backward"):
             dy = torch.randn(shape, device="cuda", generator=g).to(dt)

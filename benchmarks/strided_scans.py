@@ -21,10 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from _scan_bench import launched, scan_input
 
 import baracuda as bc
 from baracuda._bench import time_us
-from baracuda.scan import _kernels as K
 
 BF16, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 # (op, dtype, shape, reverse), along dim 0
@@ -71,22 +71,11 @@ def main() -> None:
     ap.add_argument("json_out", nargs="?")
     ap.add_argument("--peers", action="store_true", help="time copy_ and torch too")
     args = ap.parse_args()
-    names: list[str] = []
-    real = K.__dict__["launch"]  # the launcher that launch_scan calls
-
-    def spy(fn: Any, grid: Any, block: Any, smem: Any, st: Any, a: Any, name: str,
-            **kw: Any) -> None:  # fmt: skip
-        names.append(f"{name}/{grid[0]}/{smem}")
-        real(fn, grid, block, smem, st, a, name, **kw)
-
-    K.__dict__["launch"] = spy
+    names = launched(smem=True)
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
     for op, dt, shape, reverse in CASES:
-        x = torch.randn(shape, device="cuda", generator=g)
-        if op == "cumprod":  # a product that stays in range over the axis
-            x = torch.rand(shape, device="cuda", generator=g) * 0.02 + 0.995
-        x = x.to(dt)
+        x = scan_input(op, shape, dt, g)
         ours, theirs, ref = _calls(op, x, reverse)
         names.clear()
         y = ours()
