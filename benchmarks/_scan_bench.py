@@ -3,10 +3,13 @@ scan kernels each call launches, and the inputs of each op."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from baracuda._bench import time_us
 from baracuda.scan import _kernels as K
 
 
@@ -33,3 +36,37 @@ def scan_input(op: str, shape: tuple[int, ...], dt: torch.dtype,
     if op.startswith("cumprod"):
         x = torch.rand(shape, device="cuda", generator=g) * 0.02 + 0.995
     return x.to(dt)
+
+
+def measure(call: Callable[[], Any], theirs: Callable[[], Any], ref: torch.Tensor,
+            x: torch.Tensor, names: list[str], peers: bool) -> dict[str, Any]:  # fmt: skip
+    """One case: ``call`` once against the float64 ``ref`` (the largest error relative to
+    max(1, |ref|)) with the kernels it launched (``names``: ``launched``), then timed with
+    the bench's method (``time_us``), and with ``peers`` a ``copy_`` of ``x``'s bytes and
+    ``theirs`` (torch) in the same process."""
+    names.clear()
+    out = call()
+    torch.cuda.synchronize()
+    err = float(((out.double() - ref).abs().max() / ref.abs().max().clamp_min(1)).item())
+    kernel = ",".join(k for k in names if not k.startswith("scan_zero"))
+    row: dict[str, Any] = {"kernel": kernel, "err": err, "us": round(time_us(call), 2)}
+    if peers:
+        o = torch.empty_like(x)
+        row["copy_us"] = round(time_us(lambda: o.copy_(x)), 2)
+        row["torch_us"] = round(time_us(theirs), 2)
+    return row
+
+
+def peers_text(row: dict[str, Any]) -> str:
+    """The ``copy_`` and torch columns of a printed line (empty without peers)."""
+    if "copy_us" not in row:
+        return ""
+    return f"  copy {row['copy_us']:7.1f}  torch {row['torch_us']:8.1f}"
+
+
+def write_json(path: str | None, tag: str, rows: list[dict[str, Any]]) -> None:
+    """The rows, the tag and the card's name as JSON at ``path`` (if given)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"tag": tag, "card": torch.cuda.get_device_name(), "rows": rows}, f,
+                      indent=1)  # fmt: skip

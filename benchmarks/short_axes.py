@@ -15,15 +15,13 @@ kernels and their grids), writes JSON:
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from _scan_bench import launched, scan_input
+from _scan_bench import launched, measure, peers_text, scan_input, write_json
 
 import baracuda as bc
-from baracuda._bench import time_us
 from baracuda.scan import _kernels as K
 
 BF16, F32 = torch.bfloat16, torch.float32
@@ -74,29 +72,13 @@ def main() -> None:
             ref = theirs(x.double(), 0)
             fn = lambda: ours(x, 0)  # noqa: E731
             tfn = lambda: theirs(x, 0)  # noqa: E731
-        names.clear()
-        out = fn()
-        torch.cuda.synchronize()
-        err = float(((out.double() - ref).abs().max() / ref.abs().max().clamp_min(1)).item())
+        row = {"op": op, "dtype": _NAMES[dt], "shape": list(shape),
+               **measure(fn, tfn, ref, x, names, args.peers)}  # fmt: skip
         del ref
-        kernel = ",".join(k for k in names if not k.startswith("scan_zero"))
-        row: dict[str, Any] = {
-            "op": op, "dtype": _NAMES[dt], "shape": list(shape), "kernel": kernel, "err": err,
-            "us": round(time_us(fn), 2),
-        }  # fmt: skip
-        if args.peers:
-            o = torch.empty_like(x)
-            row["copy_us"] = round(time_us(lambda: o.copy_(x)), 2)
-            row["torch_us"] = round(time_us(tfn), 2)
         rows.append(row)
-        peers = (f"  copy {row['copy_us']:7.1f}  torch {row['torch_us']:8.1f}"
-                 if args.peers else "")  # fmt: skip
-        print(f"{op:22s} {_NAMES[dt]:4s} {n:>3}x{shape[1]:<8} {row['us']:8.1f} us{peers}  "
-              f"{kernel}  err {err:.1e}", flush=True)  # fmt: skip
-    if args.json_out:
-        card = torch.cuda.get_device_name()
-        with open(args.json_out, "w") as f:
-            json.dump({"tag": args.tag, "card": card, "rows": rows}, f, indent=1)
+        print(f"{op:22s} {_NAMES[dt]:4s} {n:>3}x{shape[1]:<8} {row['us']:8.1f} us"
+              f"{peers_text(row)}  {row['kernel']}  err {row['err']:.1e}", flush=True)  # fmt: skip
+    write_json(args.json_out, args.tag, rows)
 
 
 if __name__ == "__main__":

@@ -16,15 +16,13 @@ kernel cache (docs/contributing.md, "A change in the compiled code"):
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from _scan_bench import launched, scan_input
+from _scan_bench import launched, measure, peers_text, scan_input, write_json
 
 import baracuda as bc
-from baracuda._bench import time_us
 
 BF16, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 # (op, dtype, shape, reverse), along dim 0
@@ -77,30 +75,14 @@ def main() -> None:
     for op, dt, shape, reverse in CASES:
         x = scan_input(op, shape, dt, g)
         ours, theirs, ref = _calls(op, x, reverse)
-        names.clear()
-        y = ours()
-        torch.cuda.synchronize()
-        err = float(((y.double() - ref).abs().max() / ref.abs().max().clamp_min(1)).item())
+        row = {"op": op, "dtype": _NAMES[dt], "shape": list(shape), "reverse": reverse,
+               **measure(ours, theirs, ref, x, names, args.peers)}  # fmt: skip
         del ref
-        kernel = ",".join(n for n in names if not n.startswith("scan_zero"))
-        row: dict[str, Any] = {
-            "op": op, "dtype": _NAMES[dt], "shape": list(shape), "reverse": reverse,
-            "kernel": kernel, "err": err, "us": round(time_us(ours), 2),
-        }  # fmt: skip
-        if args.peers:
-            out = torch.empty_like(x)
-            row["copy_us"] = round(time_us(lambda: out.copy_(x)), 2)
-            row["torch_us"] = round(time_us(theirs), 2)
         rows.append(row)
-        peers = (f"  copy {row['copy_us']:7.1f}  torch {row['torch_us']:8.1f}"
-                 if args.peers else "")  # fmt: skip
         print(f"{op:16s} {_NAMES[dt]:4s} {shape[0]:>6}x{shape[1]:<7} "
-              f"{'rev' if reverse else '   '} {row['us']:7.1f} us{peers}  {kernel}  "
-              f"err {err:.1e}", flush=True)  # fmt: skip
-    if args.json_out:
-        card = torch.cuda.get_device_name()
-        with open(args.json_out, "w") as f:
-            json.dump({"tag": args.tag, "card": card, "rows": rows}, f, indent=1)
+              f"{'rev' if reverse else '   '} {row['us']:7.1f} us{peers_text(row)}  "
+              f"{row['kernel']}  err {row['err']:.1e}", flush=True)  # fmt: skip
+    write_json(args.json_out, args.tag, rows)
 
 
 if __name__ == "__main__":
