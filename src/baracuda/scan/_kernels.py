@@ -491,6 +491,13 @@ def _strip_entry(module: LoadedModule, op: str, itemsize: int, width: int, strip
     return f"scan_{op}_strip", strip_smem(op, itemsize, width), BLOCK
 
 
+def _strip_used(op: str, operands: Sequence[Slot | None]) -> tuple[int, ...] | None:
+    """The slots ``operands`` fill, where they are a set that a strip launch (or scan_short)
+    of ``op`` takes (``_strip_operands``), else None."""
+    used = tuple(i for i, o in enumerate(operands) if o is not None)
+    return used if used in _strip_operands(op) else None
+
+
 def _strip_operands(op: str) -> tuple[tuple[int, ...], ...]:
     """The operand slots a strip launch of ``op`` may take (each a sorted tuple)."""
     staged = tuple(range(STRIP_STAGED[op]))
@@ -518,13 +525,13 @@ def _strip_width(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[
     ones) that fill that share (the scan_<op>_strip_narrow entry). cummax/cummin's strips
     below 8-byte types carry their positions as int (scan.cu MaxStripOp): axes shorter than
     2^31 only."""
-    used = tuple(i for i, o in enumerate(operands) if o is not None)
     n = shape[axis]
     if n == 0 or not STRIP or not _listed(STRIP_OPS, op, itemsize):
         return 0
     if op == "max" and itemsize < 8 and n >= 2**31:
         return 0
-    if used not in _strip_operands(op):
+    used = _strip_used(op, operands)
+    if used is None:
         return 0
     fill_least = _strip_min_fill(op, itemsize)
     widths = [(256, STRIP_WIDE_FILL), (128, fill_least)]
@@ -627,8 +634,8 @@ def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence
     n = shape[axis]
     if not SHORT or not 1 < n <= SHORT_MAX or op not in STRIP_STAGED or op == "max_bwd":
         return None
-    used = tuple(i for i, o in enumerate(operands) if o is not None)
-    if used not in _strip_operands(op):
+    used = _strip_used(op, operands)
+    if used is None:
         return None
     lines = _vector_lines(op, shape, axis, operands, used, itemsize, staged=False)
     vector = lines is not None and lines[0][lines[1]] * itemsize % 16 == 0
