@@ -972,7 +972,7 @@ _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
           "strip", "strip512", "strip_narrow", "strip6", "ring", "short", "short1",
-          "short4", "short2")  # fmt: skip
+          "shortx2", "shortx4", "short1x4", "short1x8")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in (*_LAYOUTS, "short", "short1")}
     | {f"scan_{op}_{k}" for k, ops in SHORT_MANY_ENTRY_OPS.items() for op in ops}
@@ -2175,23 +2175,52 @@ def _short_slots(op: str, shape: tuple[int, ...], strides: tuple[int, ...] | Non
     return slots
 
 
-# (shape, axis, itemsize, x strides or None (dense), x byte offset, the entry, lines a thread)
+# (shape, axis, itemsize, x strides or None (dense), x byte offset, cumsum's entry, its lines a
+# thread)
 _SHORT_CASES = [
-    ((2, 2**23), 0, 2, None, 0, "short2", 32),  # four 16-byte vectors a thread
-    ((2, 2**23), 0, 4, None, 0, "short2", 16),
-    ((3, 4096), 0, 4, None, 0, "short4", 8),  # two vectors over 3 and 4 positions
-    ((4, 4096), 0, 8, None, 0, "short4", 4),
+    ((2, 2**23), 0, 2, None, 0, "shortx4", 32),  # four 16-byte vectors a thread
+    ((2, 2**23), 0, 4, None, 0, "shortx4", 16),
+    ((3, 4096), 0, 4, None, 0, "shortx2", 8),  # two vectors over 3 and 4 positions
+    ((4, 4096), 0, 8, None, 0, "shortx2", 4),
     ((5, 4096), 0, 2, None, 0, "short", 8),  # a vector a thread
     ((64, 4096), 0, 4, None, 0, "short", 4),
     ((6, 7, 64), 1, 2, None, 0, "short", 8),  # rank 3, the middle axis
+    ((6, 2, 64), 1, 4, None, 0, "short", 4),  # outer dims that do not coalesce: one word
+    ((3, 4, 64), 1, 2, None, 0, "short", 8),
+    ((2, 5, 64), 0, 4, None, 0, "shortx4", 16),  # ... where they do (dims 1 and 2)
     ((65, 4096), 0, 4, None, 0, "", 0),  # past SHORT_MAX
     ((1, 4096), 0, 4, None, 0, "", 0),  # one position (the rows' layout's: never strided here)
     ((8, 4095), 0, 4, None, 0, "short1", 1),  # lines not whole vectors: a line a thread
+    ((3, 4095), 0, 4, None, 0, "short1x8", 8),  # ... eight over 4 positions or fewer
     ((8, 4096), 0, 4, None, 4, "short1", 1),  # a misaligned pointer
     ((8, 2048), 0, 4, (8192, 2), 0, "short1", 1),  # every other line
+    ((2, 2048), 0, 2, (8192, 2), 0, "short1x8", 8),
     ((8, 4096), 0, 4, (4098, 1), 0, "short1", 1),  # rows not whole vectors
+    ((3, 2, 4096), 1, 4, (2 * 4098, 4098, 1), 0, "short1", 1),  # outer dims that do not coalesce
     ((8, 4096), 0, 4, (4104, 1), 0, "short", 4),  # padded rows of whole vectors
 ]
+# the defaults (_kernels.SHORT_MANY, SHORT1_MANY) as measured: the kinds of NV words a thread
+# over at most the given positions, where the outer dims coalesce to one
+_SHORT_MANY_DEFAULTS = {
+    **{op: ((2, "shortx4"), (4, "shortx2")) for op in ("sum", "prod", "maxflag", "seg_bwd")},
+    "lse": ((4, "shortx2"),),
+    "max": ((4, "shortx4"), (1 << 30, "shortx2")),
+}
+_SHORT1_MANY_DEFAULTS = {"sum": ((4, "short1x8"),), "prod": ((4, "short1x8"),),
+                         "max": ((4, "short1x4"),)}  # fmt: skip
+_SHORT_NV = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4, "short1x8": 8}
+
+
+def _expected_short(op: str, n: int, vector: bool, one_dim: bool,
+                    itemsize: int) -> tuple[str, int]:  # fmt: skip
+    """The entry and lines a thread of ``op`` by the defaults: a 16-byte vector's word (cummax:
+    two lines) or a line, NV of them where the outer dims coalesce to one."""
+    kind = "short" if vector else "short1"
+    if one_dim:
+        table = _SHORT_MANY_DEFAULTS if vector else _SHORT1_MANY_DEFAULTS
+        kind = next((k for most, k in table.get(op, ()) if n <= most), kind)
+    word = (2 if op == "max" else 16 // itemsize) if vector else 1
+    return kind, _SHORT_NV[kind] * word
 
 
 @pytest.mark.parametrize("op", sorted(set(OPS)))
@@ -2229,27 +2258,20 @@ def test_short_axis_launch(op: str, shape: tuple[int, ...], axis: int, itemsize:
 
     n = shape[axis]
     lines = math.prod(shape) // n
-    if kind and kind != "short1":
-        vector = True
-        if op == "max":  # two lines a thread, one vector's word
-            kind, per = "short", 2
-        elif kind in ("short2", "short4"):
-            many = K.SHORT_FOUR_OPS if kind == "short2" else K.SHORT_TWO_OPS
-            if op not in many:
-                kind = "short4" if kind == "short2" and op in K.SHORT_TWO_OPS else "short"
-                per = (2 if kind == "short4" else 1) * 16 // itemsize
-    else:
-        vector = False
-    assert K.short_kind(op, n, vector) == kind or not kind
+    vector = not kind.startswith("short1")
+    one_dim = len(shape) == 2 or axis == 0  # the outer dims coalesce to one
+    if kind:
+        assert _expected_short("sum", n, vector, one_dim, itemsize) == (kind, per)
+        kind, per = _expected_short(op, n, vector, one_dim, itemsize)
+        assert K.short_kind(op, n, vector, one_dim) == kind
     variant = launch()
     if not kind:
         assert not variant.startswith("short"), variant
         return
     grid = max(1, min(-(-lines // (K.BLOCK * per)), 132 * 64))
     assert variant == f"{kind}x{grid}"
-    aux_vec = kind != "short1"
-    assert seen == [(f"scan_{op}_{kind}", (grid, 1, 1), 0, int(aux_vec))]
-    if op in ("max", "maxflag", "seg_bwd") and kind != "short1":
+    assert seen == [(f"scan_{op}_{kind}", (grid, 1, 1), 0, int(vector))]
+    if op in ("max", "maxflag", "seg_bwd") and vector:
         # AUX 8 bytes past a 16-byte boundary: moved an element at a time
         seen.clear()
         assert launch(aux_offset=1 if op == "max" else 8).startswith(kind)
@@ -2290,21 +2312,26 @@ def test_max_backward_over_short_axes_is_two_passes(itemsize: int,
 
 def test_short_entries_exist() -> None:
     """Every entry short_kind names is in its op's program, for every op, axis length and
-    layout, whatever SHORT_TWO_OPS and SHORT_FOUR_OPS list (SHORT_MANY_ENTRY_OPS bounds
-    them)."""
+    layout, whatever SHORT_MANY and SHORT1_MANY list (SHORT_MANY_ENTRY_OPS bounds them)."""
     from baracuda.scan import _kernels as K
 
     groups = {op: g for g, ops in SCAN_GROUPS.items() for op in ops}
-    for op in OPS:
-        entries = SCAN_SOURCES[groups[op]].entries
-        for n in range(2, K.SHORT_MAX + 1):
-            for vector in (False, True):
-                assert f"scan_{op}_{K.short_kind(op, n, vector)}" in entries, (op, n, vector)
-    old = (K.SHORT_TWO_OPS, K.SHORT_FOUR_OPS)
-    try:
-        K.SHORT_TWO_OPS = K.SHORT_FOUR_OPS = tuple(OPS)
+
+    def check() -> None:
         for op in OPS:
             entries = SCAN_SOURCES[groups[op]].entries
-            assert all(f"scan_{op}_{K.short_kind(op, n)}" in entries for n in (2, 3, 4, 5))
+            for n in range(2, K.SHORT_MAX + 1):
+                for vector in (False, True):
+                    for one_dim in (False, True):
+                        kind = K.short_kind(op, n, vector, one_dim)
+                        assert f"scan_{op}_{kind}" in entries, (op, n, vector, one_dim)
+                        assert kind in ("short", "short1") or one_dim, (op, n, kind)
+
+    check()
+    old = (K.SHORT_MANY, K.SHORT1_MANY)
+    every = tuple((m, k) for m in (2, 4, 64) for k in SHORT_MANY_ENTRY_OPS)
+    try:
+        K.SHORT_MANY = K.SHORT1_MANY = {op: every for op in OPS}
+        check()
     finally:
-        K.SHORT_TWO_OPS, K.SHORT_FOUR_OPS = old
+        K.SHORT_MANY, K.SHORT1_MANY = old

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import baracuda as bc
+from baracuda._layout import split_axis
 from baracuda.scan import (
     ScanArgs,
     ScanBackwardArgs,
@@ -897,10 +898,10 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
         # f32, f16 and bf16 take strips there (STRIP_OPS), f64 three passes
         ("many strided lines", (40, 140_032), 0, {"SHORT": False},
          "strip" if K._listed(K.STRIP_OPS, "lse", element.itemsize) else "cols"),
-        # short strided axes: a vector of lines a thread, two over 4 positions or fewer (short4,
-        # SHORT_TWO_OPS), a line a thread where the lines are not whole vectors (short1)
+        # short strided axes: a vector of lines a thread, two over 4 positions or fewer (shortx2,
+        # SHORT_MANY), a line a thread where the lines are not whole vectors (short1)
         ("short strided lines", (40, 140_032), 0, {}, "short"),
-        ("three strided positions", (3, 4096), 0, {}, "short4"),
+        ("three strided positions", (3, 4096), 0, {}, "shortx2"),
         ("short strided odd lines", (5, 1001), 0, {}, "short1"),
         ("strided, three passes", (3000, 64), 0, {"LOOKBACK": False}, "cols"),
     ]
@@ -2125,9 +2126,10 @@ _SHORT_READS_X = ("prod_bwd", "lse_bwd", "maxflag")
 def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
                          monkeypatch: Any) -> None:  # fmt: skip
     """Strided axes of 2 to SHORT_MAX positions take scan_short, forward and every backward
-    launch: a word of lines a thread where the lines come in 16-byte vectors (two or four
-    vectors over 4 or 2 positions: short_kind), else a line a thread (short1: lines that are not
-    whole vectors, a misaligned view, every other line); axis lengths 2, 3, 4, 7 and SHORT_MAX,
+    launch: a word of lines a thread where the lines come in 16-byte vectors, else a line
+    (short1: lines that are not whole vectors, a misaligned view, every other line), NV words a
+    thread where short_kind says so (over few positions, outer dims that coalesce to one, not
+    where they do not: rank 3 along dim 1); axis lengths 2, 3, 4, 7 and SHORT_MAX,
     odd numbers of vectors, rank 3 along dims 0 and 1, padded rows in and out; both
     directions, on poisoned outputs against the float64 reference (cummax/cummin's indices
     exactly, also into a view that is not 16-byte aligned, an element at a time), the backward
@@ -2157,9 +2159,12 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
     cases += [
         ("rank 3 along dim 0", make((4, 5, 3 * lanes), 72), 0, "vector"),
         ("rank 3 along dim 1", make((6, 9, 2 * lanes), 73), 1, "vector"),
+        ("rank 3 along dim 1, 2 positions", make((3, 2, 5 * lanes), 78), 1, "vector"),
+        ("rank 3 along dim 1, 4 positions", make((3, 4, 3 * lanes), 79), 1, "vector"),
         ("padded rows", padded[:, : 7 * lanes], 0, "vector"),
         ("lines not whole vectors", make((5, 3 * lanes + 1), 74), 0, "lines"),
         ("lines not whole vectors, 2 positions", make((2, 7 * lanes + 3), 77), 0, "lines"),
+        ("lines not whole vectors, 3 positions", make((3, 300 * lanes + 5), 80), 0, "lines"),
         ("misaligned view", padded[:, 1 : 1 + 4 * lanes], 0, "x"),
         ("every other line", padded[:, ::2], 0, "lines"),  # (dy: lines not whole vectors)
         ("one position", make((1, 5 * lanes), 76), 0, ""),
@@ -2169,11 +2174,20 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
         shape = tuple(x.shape)
         n = shape[axis]
 
-        def name(o: str, lines: bool, n: int = n) -> str:
-            return f"scan_{o}_{K.short_kind(o, n, not lines)}"
+        dense = torch.empty(shape, device="meta").stride()
 
-        fwd = [name(o, want in ("x", "lines")) for o in fwd_ops]
-        bwd = [name(o, want == "lines" or (want == "x" and o in _SHORT_READS_X))
+        def one_dim(*strides: tuple[int, ...], shape: tuple[int, ...] = shape,
+                    axis: int = axis) -> bool:  # fmt: skip
+            """Whether the outer dims of these operands coalesce to one (NV lines a thread)."""
+            return len(split_axis(shape, [dense, *strides], axis)[0]) == 1
+
+        def name(o: str, lines: bool, one: bool, n: int = n) -> str:
+            return f"scan_{o}_{K.short_kind(o, n, not lines, one)}"
+
+        # check_op's launches: outputs, dy and y dense
+        fwd = [name(o, want in ("x", "lines"), one_dim(x.stride())) for o in fwd_ops]
+        bwd = [name(o, want == "lines" or (want == "x" and o in _SHORT_READS_X),
+                    one_dim(x.stride()) if o in _SHORT_READS_X else one_dim())
                for o in bwd_ops]  # fmt: skip
         for reverse in (False, True):
             label = f"{what} {shape} axis={axis} rev={reverse}"
@@ -2189,7 +2203,10 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
             seen.clear()
             plan.run(s, ws, ScanArgs(x, y, idx))
             torch.cuda.synchronize()
-            assert (seen == fwd) == bool(want), (label, seen, fwd)
+            # x into the padded output
+            fwd_padded = [name(o, want in ("x", "lines"), one_dim(x.stride(), y.stride()))
+                          for o in fwd_ops]  # fmt: skip
+            assert (seen == fwd_padded) == bool(want), (label, seen, fwd_padded)
             assert bool(torch.isnan(big[..., shape[-1]:].float()).all()), label
             ref = R.scan(kind, _np64(x), axis, reverse)
             if kind in EXTREMA:

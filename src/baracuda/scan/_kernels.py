@@ -108,8 +108,8 @@ __all__ = [
     "SHORT",
     "SHORT_MAX",
     "SHORT_KINDS",
-    "SHORT_TWO_OPS",
-    "SHORT_FOUR_OPS",
+    "SHORT_MANY",
+    "SHORT1_MANY",
     "SHORT_MANY_ENTRY_OPS",
     "short_kind",
     "RING_ROWS",
@@ -597,40 +597,64 @@ def _vector_lines(op: str, shape: tuple[int, ...], axis: int, operands: Sequence
 SHORT = True
 SHORT_MAX = 64
 SHORT_KINDS = ("short", "short1")  # every op: a word of lines a thread; a line a thread
-# Switch: the ops that take two 16-byte vectors a thread over 3 and 4 positions (short4), and
-# four over 2 (short2), where one vector a thread leaves too few loads in flight: on an H200,
-# bf16 cumsum over (2, 2^23) 28.5 against 37.7 us, (4, 2^22) 24.1 against 26.7; the cummax
-# backward over (2, 2^23) 78.0 against 91.7. cummax (101.8 against 84.5 us over (2, 2^23)),
-# and the cumprod and logcumsumexp backward (45.9 against 37.9, 68.9 against 55.1) were
-# slower so; logcumsumexp gains in short4 only (37.8 against 46.1) and spilled in short2.
-# Read at each launch (the entries exist for the ops of SHORT_MANY_ENTRY_OPS only).
-SHORT_TWO_OPS: tuple[str, ...] = ("sum", "prod", "lse", "maxflag", "seg_bwd")
-SHORT_FOUR_OPS: tuple[str, ...] = ("sum", "prod", "maxflag", "seg_bwd")
-SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
-    "short4": ("sum", "prod", "lse", "maxflag", "seg_bwd"),
-    "short2": ("sum", "prod", "maxflag", "seg_bwd"),
+# Switch: where the outer dims coalesce to one, the ops that take NV words a thread (scan.cu,
+# scan_short: shortx2 / shortx4 two or four 16-byte vectors, cummax/cummin's pairs of lines)
+# over at most the given positions, the first that fits, so that a thread still has its loads
+# in flight. On an H200 (docs/benchmarks.md, rounds 48 and 49), bf16 cumsum over (2, 2^23) 28.5
+# against 37.7 us, (4, 2^22) 24.1 against 26.7; the cummax backward over (2, 2^23) 78.0
+# against 91.7; logcumsumexp 37.8 against 46.1 (its shortx4 spilled); cummax bf16 over (2,
+# 2^23) 72.2 against 88.8, (64, 2^18) 61.7 against 73.8. The cumprod and logcumsumexp backward
+# (45.9 against 37.9, 68.9 against 55.1) were slower so. Read at each launch (the entries exist
+# for SHORT_MANY_ENTRY_OPS only); replace the dict, never change it in place (switch_values).
+SHORT_MANY: dict[str, tuple[tuple[int, str], ...]] = {
+    "sum": ((2, "shortx4"), (4, "shortx2")),
+    "prod": ((2, "shortx4"), (4, "shortx2")),
+    "maxflag": ((2, "shortx4"), (4, "shortx2")),
+    "seg_bwd": ((2, "shortx4"), (4, "shortx2")),
+    "lse": ((4, "shortx2"),),
+    "max": ((4, "shortx4"), (1 << 30, "shortx2")),
 }  # fmt: skip
+# Switch: the same for lines that are not whole vectors (short1x4 / short1x8: four or eight
+# lines a thread, a word each). On an H200, bf16 cumsum over (3, 5592405) 39.2 against 64.2 us
+# (torch 45.6), (2, 8388607) 39.3 against 87.3; over 8 positions and more one line a thread was
+# as fast or faster (37.1 against 40.1 over 8, 36.6 against 83.4 over 64); cummax over (3,
+# 5592405) 75.8 against 113.3 (torch 68.1). Read at each launch.
+SHORT1_MANY: dict[str, tuple[tuple[int, str], ...]] = {
+    "sum": ((4, "short1x8"),),
+    "prod": ((4, "short1x8"),),
+    "max": ((4, "short1x4"),),
+}  # fmt: skip
+SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
+    "shortx2": ("sum", "prod", "lse", "maxflag", "seg_bwd", "max"),
+    "shortx4": ("sum", "prod", "maxflag", "seg_bwd", "max"),
+    "short1x8": ("sum", "prod"),
+    "short1x4": ("max",),
+}  # fmt: skip
+# the words a thread of each kind (scan.cu: NV)
+_SHORT_WORDS = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4,
+                "short1x8": 8}  # fmt: skip
 
 
-def short_kind(op: str, n: int, vector: bool = True) -> str:
-    """The scan_short entry of ``op`` over ``n`` positions: ``short1`` where the lines are not
-    in 16-byte vectors, four vectors a thread (short2) over 2 positions where SHORT_FOUR_OPS
-    lists the op, two (short4) over 4 or fewer where SHORT_TWO_OPS does, else one (short)."""
-    if not vector:
-        return "short1"
-    for kind, ops, most in (("short2", SHORT_FOUR_OPS, 2), ("short4", SHORT_TWO_OPS, 4)):
-        if n <= most and op in ops and op in SHORT_MANY_ENTRY_OPS[kind]:
-            return kind
-    return "short"
+def short_kind(op: str, n: int, vector: bool = True, one_dim: bool = True) -> str:
+    """The scan_short entry of ``op`` over ``n`` positions: where the outer dims coalesce to
+    one (``one_dim``), the first kind of SHORT_MANY (lines in 16-byte vectors) or SHORT1_MANY
+    (any other layout) for at most ``n`` positions whose entry exists; else a word a thread,
+    ``short`` (16-byte vectors) or ``short1`` (a line)."""
+    if one_dim:
+        for most, kind in (SHORT_MANY if vector else SHORT1_MANY).get(op, ()):
+            if n <= most and op in SHORT_MANY_ENTRY_OPS.get(kind, ()):
+                return kind
+    return "short" if vector else "short1"
 
 
 def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
-                  itemsize: int) -> tuple[str, int] | None:  # fmt: skip
+                  itemsize: int, one_dim: bool = True) -> tuple[str, int] | None:  # fmt: skip
     """The scan_short entry of a strided scan of ``op`` and the lines a thread takes, or None:
     ``SHORT`` on, an axis of 2 to ``SHORT_MAX`` positions and the op's strip operands
     (``_strip_operands``). Lines in 16-byte vectors (``_vector_lines``, the innermost outer dim
     a whole number of them) go a vector a thread (cummax/cummin: two lines, for their indices),
-    or NV vectors (``short_kind``); any other layout a line a thread (short1)."""
+    any other layout a line (short1), or NV such words where ``one_dim`` (the outer dims
+    coalesce to one: ``short_kind``)."""
     n = shape[axis]
     if not SHORT or not 1 < n <= SHORT_MAX or op not in STRIP_STAGED or op == "max_bwd":
         return None
@@ -639,11 +663,9 @@ def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence
         return None
     lines = _vector_lines(op, shape, axis, operands, used, itemsize, staged=False)
     vector = lines is not None and lines[0][lines[1]] * itemsize % 16 == 0
-    kind = short_kind(op, n, vector)
-    if not vector:
-        return kind, 1
-    nv = {"short2": 4, "short4": 2}.get(kind, 1)
-    return kind, nv * (2 if op == "max" else 16 // itemsize)
+    kind = short_kind(op, n, vector, one_dim)
+    per_word = (2 if op == "max" else 16 // itemsize) if vector else 1
+    return kind, _SHORT_WORDS[kind] * per_word
 
 
 def _vector_aux(shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
@@ -1477,7 +1499,7 @@ _SWITCHES = (
     "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_OPS", "STRIP_512_OPS",
     "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF", "STRIP_NARROW_OPS", "STRIP_32_OPS", "STRIP_MANY_OPS",
-    "STRIP_MANY_PER_SM", "SHORT_TWO_OPS", "SHORT_FOUR_OPS",
+    "STRIP_MANY_PER_SM",
     "STRIP_WIDE_FILL", "RING_ROWS", "RING_BLOCKS_PER_SM", "RING_MIN_BALANCE", "COOP_ROWS",
     "COOP_ROUNDS", "COOP_ONE_ROUND", "COOP_LSE_ITEMSIZES", "PIPE_CHUNK_OPS", "COOP_LINES",
     "LINES", "WARP_ROWS_PER_SM", "FUSED_MAX_BACKWARD", "FUSED_MAX_BACKWARD_BLOCKS",
@@ -1501,7 +1523,7 @@ _FIXED = (
     "STREAM_THREADS", "STREAM_SMEM", "RING_FORWARD_OPS", "RING_OPS", "RING_BACKWARD_OPS",
     "RING_BACKWARD_CHUNK", "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK",
     "RING_MAX_BACKWARD_STAGES", "COLS_STATES_OPS",
-    "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP",
+    "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SHORT_MANY", "SHORT1_MANY",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
 _GLOBALS = globals()
@@ -1509,8 +1531,10 @@ _GLOBALS = globals()
 
 def switch_values() -> tuple[object, ...]:
     """The switches' values now (a recipe recorded under other values is not replayed)."""
-    # WARP_ROWS_PER_SM_OP (a dict) by identity: replaced, never changed in place
-    return (*_switch_get(_GLOBALS), id(WARP_ROWS_PER_SM_OP), _launch_module.DEPENDENT_LAUNCH)
+    # the dicts (WARP_ROWS_PER_SM_OP, SHORT_MANY, SHORT1_MANY) by identity: replaced, never
+    # changed in place
+    return (*_switch_get(_GLOBALS), id(WARP_ROWS_PER_SM_OP), id(SHORT_MANY), id(SHORT1_MANY),
+            _launch_module.DEPENDENT_LAUNCH)  # fmt: skip
 
 
 def _capture(steps: tuple[Step, ...], ptrs: tuple[int, ...], states_ptr: int,
@@ -1652,12 +1676,14 @@ def launch_scan(
         _enqueue(rec, module.function(kernel), (_cdiv(warps, wpb), 1, 1), 32 * wpb, 0,
                  stream, params, kernel)  # fmt: skip
         return f"{'seg1:' if kernel.endswith('1') else 'seg'}{warps}x{per}"
-    short = _short_launch(op, shape, axis, operands, itemsize) if layout == "cols" else None
+    short = (_short_launch(op, shape, axis, operands, itemsize, params.outer.rank == 1)
+             if layout == "cols" else None)  # fmt: skip
     if short is not None:
         kind, per_thread = short
         kernel = f"scan_{op}_{kind}"
         params.chunk_len, params.nchunks = n, 1
-        params.vec = int(kind != "short1" and _vector_aux(shape, axis, operands, itemsize))
+        params.vec = int(not kind.startswith("short1")
+                         and _vector_aux(shape, axis, operands, itemsize))  # fmt: skip
         grid = max(1, min(_cdiv(rows, BLOCK * per_thread), sm_count * 64))
         _enqueue(rec, module.function(kernel), (grid, 1, 1), BLOCK, 0, stream, params, kernel)
         return f"{kind}x{grid}"

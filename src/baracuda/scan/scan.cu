@@ -3213,20 +3213,25 @@ __device__ void scan_cols(const Params& P) {
 //   lines a thread (W = 2 sizeof(T)), so that a warp's 16-byte index pairs are one run of 512
 //   bytes (with 8 lines a thread in bf16, a warp's pairs were 64 bytes apart: 101.8 us over
 //   64 x 262144 on an H200, now 74.1; torch 63.7).
-// - W = sizeof(T) (short1) for any other layout: a line a thread, adjacent lines' elements
+// - W = sizeof(T) (short1) for any other layout: a line a word, adjacent lines' elements
 //   adjacent across a warp where the innermost outer dim is contiguous.
-// NV = 2 or 4 over axes of 4 or 2 positions (short4, short2), so that a thread still has about
-// 8 words of loads in flight. (Strips stage 16 KiB chunks, a block a strip: over a short axis
-// each block scans one partial chunk and exits; cols moves an element at a time, with 64-bit
-// index arithmetic an element.) One chunk a line: no carry in, no totals out. AUX
+// NV > 1 words a thread (shortx2 / shortx4, short1x4 / short1x8: the host's SHORT_MANY and
+// SHORT1_MANY, over few positions), so that a thread still has its loads in flight, only
+// where the outer dims coalesce to one (LIN). LIN (every launch there): a word's offsets are
+// its line's index times the outer stride, without the 64-bit divisions of an unravel (on an
+// H200, bf16 cumsum over (2, 2^23) 28.2 -> 21.7 us, cummax 120.9 -> 89.0). (Strips stage 16
+// KiB chunks, a block a strip: over a short axis each block scans one partial chunk and exits;
+// cols moves an element at a time, with 64-bit index arithmetic an element.) One chunk a
+// line: no carry in, no totals out. AUX
 // (cummax/cummin's indices, the backward's winner flags) moves V elements at a time where
 // P.vec (the host: AUX 16-byte aligned, its strides whole vectors), else one at a time.
 template <class Op>
 constexpr int kShortLoads = Op::kIn + (Op::kNb ? 1 : 0);  // words loaded a position
-// 8 words of loads a batch (the cumprod backward's 3 a position: 2 positions), so that no op
-// spills (ptxas: 64-128 registers, two blocks an SM)
-template <class Op, int NV>
-constexpr int kShortBatch = 8 / kShortLoads<Op> / NV < 1 ? 1 : 8 / kShortLoads<Op> / NV;
+// WB (8, or 16 for cummax's 4- to 16-byte words) words of loads a batch (the cumprod
+// backward's 3 a position: 2 positions), so that no op spills (ptxas: 52-124 registers, two
+// blocks an SM)
+template <class Op, int NV, int WB = 8>
+constexpr int kShortBatch = WB / kShortLoads<Op> / NV < 1 ? 1 : WB / kShortLoads<Op> / NV;
 // the bytes a thread owns a line group: two lines for MaxOp's indices, else a 16-byte vector
 template <typename T, class Op>
 constexpr int kShortWord = Op::kAuxOut && !kFlagOut<Op> ? 2 * (int)sizeof(T) : 16;
@@ -3265,11 +3270,11 @@ struct ShortWord<2> {
   typedef unsigned short T;
 };
 
-template <typename T, typename A, class Op, int NV, int W>
-__device__ void scan_short(const Params& P) {
+template <typename T, typename A, class Op, int NV, int W, int WB, bool LIN>
+__device__ __forceinline__ void short_lines(const Params& P) {
   typedef typename Op::S S;
   constexpr int V = W / (int)sizeof(T);  // lines a word
-  constexpr int B = kShortBatch<Op, NV>;
+  constexpr int B = kShortBatch<Op, NV, WB>;
   constexpr int NI = Op::kIn;
   typedef typename FlagWord<V>::T Fw;
   typedef typename ShortWord<W>::T Wd;
@@ -3277,17 +3282,36 @@ __device__ void scan_short(const Params& P) {
   const i64 vecs = P.rows / V;
   const i64 step = (i64)gridDim.x * blockDim.x * NV;
   for (i64 first = (i64)blockIdx.x * blockDim.x * NV + threadIdx.x; first < vecs; first += step) {
-    i64 base[NV][NOPS];
+    // LIN (one outer dim): a line's offset is its index times the stride, and the k-th word's
+    // the first's plus k strides of a block's lines (two numbers an operand rather than NV,
+    // and no 64-bit division)
+    i64 base[LIN ? 1 : NV][NOPS];
+    [[maybe_unused]] i64 kstep[NOPS];
     bool live[NV];
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const i64 item = first + (i64)k * blockDim.x;
       live[k] = item < vecs;
-      Coord c;
-      unravel(live[k] ? item * V : 0, P.outer, c);
+      if constexpr (!LIN) {
+        Coord c;
+        unravel(live[k] ? item * V : 0, P.outer, c);
 #pragma unroll
-      for (int j = 0; j < NOPS; ++j) base[k][j] = dot(c, P.op[j].outer, P.outer.rank);
+        for (int j = 0; j < NOPS; ++j) base[k][j] = dot(c, P.op[j].outer, P.outer.rank);
+      }
     }
+    if constexpr (LIN) {
+#pragma unroll
+      for (int j = 0; j < NOPS; ++j) {
+        base[0][j] = first * V * P.op[j].outer.v[0];
+        kstep[j] = (i64)blockDim.x * V * P.op[j].outer.v[0];
+      }
+    }
+    const auto at = [&](int k, int j) -> i64 {
+      if constexpr (LIN)
+        return base[0][j] + k * kstep[j];
+      else
+        return base[k][j];
+    };
     S run[NV][V];
     [[maybe_unused]] typename RunOf<Op>::type lrun[NV][V];  // run ops: the states as runs
 #pragma unroll
@@ -3311,16 +3335,16 @@ __device__ void scan_short(const Params& P) {
             const i64 p = phys(P, q);
 #pragma unroll
             for (int j = 0; j < NI; ++j)
-              raw[k][u][j] = *reinterpret_cast<const Wd*>(in_ptr<T>(P, j) + base[k][j] +
+              raw[k][u][j] = *reinterpret_cast<const Wd*>(in_ptr<T>(P, j) + at(k, j) +
                                                           p * P.op[j].axis_stride);
             if constexpr (Op::kNb) {
               if (q + 1 < P.n)
                 nbraw[k][u] = *reinterpret_cast<const Wd*>(
-                    in_ptr<T>(P, IN2) + base[k][IN2] + phys(P, q + 1) * P.op[IN2].axis_stride);
+                    in_ptr<T>(P, IN2) + at(k, IN2) + phys(P, q + 1) * P.op[IN2].axis_stride);
             }
             if constexpr (Op::kAuxIn) {
               const unsigned char* f = static_cast<const unsigned char*>(P.op[AUX].ptr) +
-                                       base[k][AUX] + p * P.op[AUX].axis_stride;
+                                       at(k, AUX) + p * P.op[AUX].axis_stride;
               if (V > 1 && P.vec) {
                 const Fw w = *reinterpret_cast<const Fw*>(f);
                 memcpy(fl[k][u], &w, V);
@@ -3371,7 +3395,7 @@ __device__ void scan_short(const Params& P) {
           if (P.op[OUT].ptr != nullptr) {
             Wd w;
             memcpy(&w, out, W);
-            T* d = static_cast<T*>(P.op[OUT].ptr) + base[k][OUT] + p * P.op[OUT].axis_stride;
+            T* d = static_cast<T*>(P.op[OUT].ptr) + at(k, OUT) + p * P.op[OUT].axis_stride;
             if constexpr (W == 16)
               store16(reinterpret_cast<int4*>(d), w);
             else
@@ -3379,7 +3403,7 @@ __device__ void scan_short(const Params& P) {
           }
           if constexpr (Op::kAuxOut) {
             if (P.op[AUX].ptr != nullptr) {
-              const i64 off = base[k][AUX] + p * P.op[AUX].axis_stride;
+              const i64 off = at(k, AUX) + p * P.op[AUX].axis_stride;
               if (V == 1 || !P.vec) {
 #pragma unroll
                 for (int e = 0; e < V; ++e) store_aux_at(P, off + e, p, win[e]);
@@ -3400,6 +3424,17 @@ __device__ void scan_short(const Params& P) {
         }
       }
     }
+  }
+}
+
+template <typename T, typename A, class Op, int NV, int W, int WB = 8>
+__device__ void scan_short(const Params& P) {
+  if (P.outer.rank == 1) {
+    short_lines<T, A, Op, NV, W, WB, true>(P);
+  } else if constexpr (NV > 1) {
+    __trap();  // NV > 1 only over one outer dim (the host's condition: _kernels.short_kind)
+  } else {
+    short_lines<T, A, Op, 1, W, WB, false>(P);
   }
 }
 
@@ -5702,15 +5737,19 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_STRIP_NARROW_ENTRY(name, OP) \
   BC_SCAN_BLOCK_ENTRY(name, OP, strip_narrow, scan_strip_narrow, 256, 1)
 #define BC_SCAN_STRIP6_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, strip6, scan_strip6, 256, 2)
-// Short strided axes, two and four 16-byte vectors a thread (over 4 and 2 positions; the host's
-// SHORT_TWO_OPS and SHORT_FOUR_OPS), two blocks an SM; BC_SCAN_ENTRIES2 holds the rest.
-#define BC_SCAN_SHORT_ENTRY(name, OP, kind, NV)                                          \
+// Short strided axes, NV words of lines a thread where the outer dims coalesce to one (the
+// host's _kernels.SHORT_MANY and SHORT1_MANY), two blocks an SM: shortx2 / shortx4 two or four
+// 16-byte vectors (cummax/cummin: pairs of lines) and short1x4 / short1x8 four or eight lines
+// of other layouts, WB words of loads a batch; BC_SCAN_ENTRIES2 holds short and short1 (NV 1).
+#define BC_SCAN_SHORT_ENTRY(name, OP, kind, NV, W, WB)                                    \
   BC_LB_KERNEL(scan_##name##_##kind, 2)(bc::scan::Params p) {                            \
-    bc::scan::scan_short<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, NV, 16>(p);                  \
+    bc::scan::scan_short<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, NV, W, WB>(p);               \
   }
-#define BC_SCAN_SHORT_MANY_ENTRIES(name, OP) \
-  BC_SCAN_SHORT_ENTRY(name, OP, short4, 2)   \
-  BC_SCAN_SHORT_ENTRY(name, OP, short2, 4)
+#define BC_SCAN_SHORT_MANY_ENTRIES(name, OP)        \
+  BC_SCAN_SHORT_ENTRY(name, OP, shortx2, 2, 16, 8) \
+  BC_SCAN_SHORT_ENTRY(name, OP, shortx4, 4, 16, 8)
+#define BC_SCAN_SHORT1_MANY_ENTRY(name, OP) \
+  BC_SCAN_SHORT_ENTRY(name, OP, short1x8, 8, sizeof(BC_T), 8)
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
@@ -5778,6 +5817,7 @@ BC_SCAN_STRIP_ENTRY(sum, SumOp)
 BC_SCAN_STRIP_NARROW_ENTRY(sum, SumOp)
 BC_SCAN_STRIP6_ENTRY(sum, SumOp)
 BC_SCAN_SHORT_MANY_ENTRIES(sum, SumOp)
+BC_SCAN_SHORT1_MANY_ENTRY(sum, SumOp)
 BC_SCAN_RING_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD)
@@ -5789,6 +5829,7 @@ BC_SCAN_STRIP_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP_NARROW_ENTRY(prod, ProdOp)
 BC_SCAN_STRIP6_ENTRY(prod, ProdOp)
 BC_SCAN_SHORT_MANY_ENTRIES(prod, ProdOp)
+BC_SCAN_SHORT1_MANY_ENTRY(prod, ProdOp)
 BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_SUM_LINES)  // cumsum (and its backward) over interleaved lines
@@ -5815,13 +5856,17 @@ BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1, scan_pipe, 256, sizeof(BC_T) == 2 ? 2 :
 BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1w, scan_pipe, 256, 4)
 BC_SCAN_STRIP_ENTRY(max, MaxStripOp)
 BC_SCAN_STRIP512_ENTRY(max, MaxStripOp)
+// pairs of lines (their indices a 16-byte store), 16 words of loads a batch
+BC_SCAN_SHORT_ENTRY(max, MaxOp, shortx2, 2, 2 * sizeof(BC_T), 16)
+BC_SCAN_SHORT_ENTRY(max, MaxOp, shortx4, 4, 2 * sizeof(BC_T), 16)
+BC_SCAN_SHORT_ENTRY(max, MaxOp, short1x4, 4, sizeof(BC_T), 16)
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
 BC_SCAN_COOP_ENTRY(lse, LseOp)
 BC_SCAN_STAGE_ENTRY(lse, LseOp)
 BC_SCAN_STRIP_ENTRY(lse, LseOp)
-BC_SCAN_SHORT_ENTRY(lse, LseOp, short4, 2)
+BC_SCAN_SHORT_ENTRY(lse, LseOp, shortx2, 2, 16, 8)
 #elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
