@@ -591,7 +591,7 @@ def _vector_lines(op: str, shape: tuple[int, ...], axis: int, operands: Sequence
 # pass) takes scan_<op>_short: a thread per word of adjacent lines walks the axis (scan.cu,
 # scan_short; short_kind). Strips there scan one partial chunk a block and exit, and cols moves
 # an element at a time: on an H200 (docs/benchmarks.md, round 48) cumsum over (2, 2^23) along
-# dim 0 took 546.7 us in bf16 and 979.7 in f32 (torch 48.9 and 55.0), now 28.2 and 46.1; from
+# dim 0 took 546.7 us in bf16 and 979.7 in f32 (torch 48.9 and 55.0), now 21.6 and 37.5; from
 # 128 positions on strips are faster (bf16 128 x 131072: 23.7 against 33.1 us). Read at each
 # launch.
 SHORT = True
