@@ -2177,8 +2177,9 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
         dense = torch.empty(shape, device="meta").stride()
 
         def one_dim(*strides: tuple[int, ...], shape: tuple[int, ...] = shape,
-                    axis: int = axis) -> bool:  # fmt: skip
-            """Whether the outer dims of these operands coalesce to one (NV lines a thread)."""
+                    axis: int = axis, dense: tuple[int, ...] = dense) -> bool:  # fmt: skip
+            """Whether the outer dims of these operands and dense ones coalesce to one (NV
+            words a thread)."""
             return len(split_axis(shape, [dense, *strides], axis)[0]) == 1
 
         def name(o: str, lines: bool, one: bool, n: int = n) -> str:
