@@ -3228,8 +3228,8 @@ __device__ void scan_cols(const Params& P) {
 template <class Op>
 constexpr int kShortLoads = Op::kIn + (Op::kNb ? 1 : 0);  // words loaded a position
 // WB (8, or 16 for cummax's 4- to 16-byte words) words of loads a batch (the cumprod
-// backward's 3 a position: 2 positions), so that no op spills (ptxas: 52-124 registers, two
-// blocks an SM)
+// backward's 3 a position: 2 positions), so that no op spills (ptxas, sm_90: 46-128 registers
+// in every dtype, two blocks an SM at least)
 template <class Op, int NV, int WB = 8>
 constexpr int kShortBatch = WB / kShortLoads<Op> / NV < 1 ? 1 : WB / kShortLoads<Op> / NV;
 // the bytes a thread owns a line group: two lines for MaxOp's indices, else a 16-byte vector
@@ -3327,24 +3327,30 @@ __device__ __forceinline__ void short_lines(const Params& P) {
       [[maybe_unused]] Wd nbraw[NV][B];
       [[maybe_unused]] unsigned char fl[NV][B][V];
 #pragma unroll
-      for (int k = 0; k < NV; ++k) {
+      for (int u = 0; u < B; ++u) {
+        const i64 q = q0 + u;
+        if (q >= P.n) break;
+        // a position's offsets, the same for every thread, once for the NV words
+        const i64 p = phys(P, q);
+        i64 po[NOPS];
 #pragma unroll
-        for (int u = 0; u < B; ++u) {
-          const i64 q = q0 + u;
-          if (live[k] && q < P.n) {
-            const i64 p = phys(P, q);
+        for (int j = 0; j < NOPS; ++j) po[j] = p * P.op[j].axis_stride;
+        [[maybe_unused]] const i64 pn =
+            Op::kNb && q + 1 < P.n ? phys(P, q + 1) * P.op[IN2].axis_stride : 0;
+#pragma unroll
+        for (int k = 0; k < NV; ++k) {
+          if (live[k]) {
 #pragma unroll
             for (int j = 0; j < NI; ++j)
-              raw[k][u][j] = *reinterpret_cast<const Wd*>(in_ptr<T>(P, j) + at(k, j) +
-                                                          p * P.op[j].axis_stride);
+              raw[k][u][j] =
+                  *reinterpret_cast<const Wd*>(in_ptr<T>(P, j) + at(k, j) + po[j]);
             if constexpr (Op::kNb) {
               if (q + 1 < P.n)
-                nbraw[k][u] = *reinterpret_cast<const Wd*>(
-                    in_ptr<T>(P, IN2) + at(k, IN2) + phys(P, q + 1) * P.op[IN2].axis_stride);
+                nbraw[k][u] = *reinterpret_cast<const Wd*>(in_ptr<T>(P, IN2) + at(k, IN2) + pn);
             }
             if constexpr (Op::kAuxIn) {
-              const unsigned char* f = static_cast<const unsigned char*>(P.op[AUX].ptr) +
-                                       at(k, AUX) + p * P.op[AUX].axis_stride;
+              const unsigned char* f =
+                  static_cast<const unsigned char*>(P.op[AUX].ptr) + at(k, AUX) + po[AUX];
               if (V > 1 && P.vec) {
                 const Fw w = *reinterpret_cast<const Fw*>(f);
                 memcpy(fl[k][u], &w, V);
@@ -3357,12 +3363,14 @@ __device__ __forceinline__ void short_lines(const Params& P) {
         }
       }
 #pragma unroll
-      for (int k = 0; k < NV; ++k) {
+      for (int u = 0; u < B; ++u) {
+        const i64 q = q0 + u;
+        if (q >= P.n) break;
+        const i64 p = phys(P, q);
+        const i64 po_out = p * P.op[OUT].axis_stride, po_aux = p * P.op[AUX].axis_stride;
 #pragma unroll
-        for (int u = 0; u < B; ++u) {
-          const i64 q = q0 + u;
-          if (!live[k] || q >= P.n) continue;
-          const i64 p = phys(P, q);
+        for (int k = 0; k < NV; ++k) {
+          if (!live[k]) continue;
           T in[NI][V], out[V];
           [[maybe_unused]] T nbe[V];
           [[maybe_unused]] i64 win[V];
@@ -3395,7 +3403,7 @@ __device__ __forceinline__ void short_lines(const Params& P) {
           if (P.op[OUT].ptr != nullptr) {
             Wd w;
             memcpy(&w, out, W);
-            T* d = static_cast<T*>(P.op[OUT].ptr) + at(k, OUT) + p * P.op[OUT].axis_stride;
+            T* d = static_cast<T*>(P.op[OUT].ptr) + at(k, OUT) + po_out;
             if constexpr (W == 16)
               store16(reinterpret_cast<int4*>(d), w);
             else
@@ -3403,11 +3411,11 @@ __device__ __forceinline__ void short_lines(const Params& P) {
           }
           if constexpr (Op::kAuxOut) {
             if (P.op[AUX].ptr != nullptr) {
-              const i64 off = at(k, AUX) + p * P.op[AUX].axis_stride;
+              const i64 off = at(k, AUX) + po_aux;
               if (V == 1 || !P.vec) {
 #pragma unroll
                 for (int e = 0; e < V; ++e) store_aux_at(P, off + e, p, win[e]);
-              } else if (P.mode & 4) {  // the winner flags, a word
+              } else if constexpr (kFlagOut<Op>) {  // the winner flags, a word
                 unsigned char b[V];
 #pragma unroll
                 for (int e = 0; e < V; ++e) b[e] = win[e] == p ? 1 : 0;
@@ -3427,8 +3435,22 @@ __device__ __forceinline__ void short_lines(const Params& P) {
   }
 }
 
-template <typename T, typename A, class Op, int NV, int W, int WB = 8>
+// A short axis's positions fit an int: cummax/cummin's states there hold int indices (MaxOp32),
+// one register a line where int64 took two (with the batch loops position by position, each
+// position's offsets once for a thread's NV words: bf16 cummax over (2, 2^23) on an H200 72.6
+// -> 57.1 us, 116 -> 64 registers; docs/benchmarks.md, round 50)
+template <class Op>
+struct ShortOp {
+  typedef Op type;
+};
+template <typename A, bool kSelect>
+struct ShortOp<MaxOp<A, i64, kSelect>> {
+  typedef MaxOp<A, int, kSelect> type;
+};
+
+template <typename T, typename A, class Op0, int NV, int W, int WB = 8>
 __device__ void scan_short(const Params& P) {
+  typedef typename ShortOp<Op0>::type Op;
   if (P.outer.rank == 1) {
     short_lines<T, A, Op, NV, W, WB, true>(P);
   } else if constexpr (NV > 1) {
