@@ -2281,6 +2281,19 @@ def test_short_axis_launch(op: str, shape: tuple[int, ...], axis: int, itemsize:
     assert not launch().startswith("short")
 
 
+@pytest.mark.parametrize("op", ["max", "sum"])
+def test_short_axis_positions_fit_an_int(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scan_short's cummax/cummin states hold int indices: with SHORT_MAX raised past 2^31, an
+    axis of 2^31 positions does not take it, one of 2^31 - 1 still does."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "SHORT_MAX", 1 << 40)
+    for n, takes in ((2**31 - 1, True), (2**31, False), (2**33, False)):
+        shape = (n, 64)
+        got = K._short_launch(op, shape, 0, _short_slots(op, shape), 4)
+        assert (got is not None) == takes, (n, got)
+
+
 @pytest.mark.parametrize("itemsize", [2, 4, 8])
 def test_max_backward_over_short_axes_is_two_passes(itemsize: int,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:

@@ -650,13 +650,15 @@ def short_kind(op: str, n: int, vector: bool = True, one_dim: bool = True) -> st
 def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
                   itemsize: int, one_dim: bool = True) -> tuple[str, int] | None:  # fmt: skip
     """The scan_short entry of a strided scan of ``op`` and the lines a thread takes, or None:
-    ``SHORT`` on, an axis of 2 to ``SHORT_MAX`` positions and the op's strip operands
-    (``_strip_operands``). Lines in 16-byte vectors (``_vector_lines``, the innermost outer dim
-    a whole number of them) go a vector a thread (cummax/cummin: two lines, for their indices),
-    any other layout a line (short1), or NV such words where ``one_dim`` (the outer dims
-    coalesce to one: ``short_kind``)."""
+    ``SHORT`` on, an axis of 2 to ``SHORT_MAX`` positions (and fewer than 2^31, whatever
+    ``SHORT_MAX`` is set to: cummax/cummin's states there hold int indices) and the op's strip
+    operands (``_strip_operands``). Lines in 16-byte vectors (``_vector_lines``, the innermost
+    outer dim a whole number of them) go a vector a thread (cummax/cummin: two lines, for their
+    indices), any other layout a line (short1), or NV such words where ``one_dim`` (the outer
+    dims coalesce to one: ``short_kind``)."""
     n = shape[axis]
-    if not SHORT or not 1 < n <= SHORT_MAX or op not in STRIP_STAGED or op == "max_bwd":
+    most = min(SHORT_MAX, 2**31 - 1)
+    if not SHORT or not 1 < n <= most or op not in STRIP_STAGED or op == "max_bwd":
         return None
     used = _strip_used(op, operands)
     if used is None:
