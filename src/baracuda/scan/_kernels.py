@@ -603,7 +603,8 @@ SHORT_KINDS = ("short", "short1")  # every op: a word of lines a thread; a line 
 # in flight. On an H200 (docs/benchmarks.md, rounds 48 and 49), bf16 cumsum over (2, 2^23) 28.5
 # against 37.7 us, (4, 2^22) 24.1 against 26.7; the cummax backward over (2, 2^23) 78.0
 # against 91.7; logcumsumexp 37.8 against 46.1 (its shortx4 spilled); cummax bf16 over (2,
-# 2^23) 72.2 against 88.8, (64, 2^18) 61.7 against 73.8. The cumprod and logcumsumexp backward
+# 2^23) 72.2 against 88.8, (64, 2^18) 61.7 against 73.8 (round 49; 57.1 over (2, 2^23) since
+# round 50's int indices, torch 68.0). The cumprod and logcumsumexp backward
 # (45.9 against 37.9, 68.9 against 55.1) were slower so. Read at each launch (the entries exist
 # for SHORT_MANY_ENTRY_OPS only); replace the dict, never change it in place (switch_values).
 SHORT_MANY: dict[str, tuple[tuple[int, str], ...]] = {
