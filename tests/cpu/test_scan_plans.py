@@ -972,7 +972,7 @@ _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
           "strip", "strip512", "strip_narrow", "strip6", "ring", "short", "short1",
-          "shortx2", "shortx4", "short1x4", "short1x8")  # fmt: skip
+          "shortx2", "shortx4", "short1x4", "short1x8", "short1x8b3")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in (*_LAYOUTS, "short", "short1")}
     | {f"scan_{op}_{k}" for k, ops in SHORT_MANY_ENTRY_OPS.items() for op in ops}
@@ -2191,7 +2191,8 @@ _SHORT_CASES = [
     ((65, 4096), 0, 4, None, 0, "", 0),  # past SHORT_MAX
     ((1, 4096), 0, 4, None, 0, "", 0),  # one position (the rows' layout's: never strided here)
     ((8, 4095), 0, 4, None, 0, "short1", 1),  # lines not whole vectors: a line a thread
-    ((3, 4095), 0, 4, None, 0, "short1x8", 8),  # ... eight over 4 positions or fewer
+    ((3, 4095), 0, 4, None, 0, "short1x8b3", 8),  # ... eight over 4 positions or fewer
+    ((4, 4095), 0, 2, None, 0, "short1x8", 8),  # (three positions a batch over 3, else two)
     ((8, 4096), 0, 4, None, 4, "short1", 1),  # a misaligned pointer
     ((8, 2048), 0, 4, (8192, 2), 0, "short1", 1),  # every other line
     ((2, 2048), 0, 2, (8192, 2), 0, "short1x8", 8),
@@ -2206,9 +2207,12 @@ _SHORT_MANY_DEFAULTS = {
     "lse": ((4, "shortx2"),),
     "max": ((4, "shortx4"), (1 << 30, "shortx2")),
 }
-_SHORT1_MANY_DEFAULTS = {"sum": ((4, "short1x8"),), "prod": ((4, "short1x8"),),
-                         "max": ((4, "short1x4"),)}  # fmt: skip
-_SHORT_NV = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4, "short1x8": 8}
+_SHORT1_MANY_DEFAULTS = {
+    **{op: ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")) for op in ("sum", "prod")},
+    "max": ((4, "short1x4"),),
+}
+_SHORT_NV = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4, "short1x8": 8,
+             "short1x8b3": 8}  # fmt: skip
 
 
 def _expected_short(op: str, n: int, vector: bool, one_dim: bool,

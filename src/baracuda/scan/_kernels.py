@@ -615,25 +615,29 @@ SHORT_MANY: dict[str, tuple[tuple[int, str], ...]] = {
     "lse": ((4, "shortx2"),),
     "max": ((4, "shortx4"), (1 << 30, "shortx2")),
 }  # fmt: skip
-# Switch: the same for lines that are not whole vectors (short1x4 / short1x8: four or eight
-# lines a thread, a word each). On an H200, bf16 cumsum over (3, 5592405) 39.2 against 64.2 us
-# (torch 45.6), (2, 8388607) 39.3 against 87.3; over 8 positions and more one line a thread was
-# as fast or faster (37.1 against 40.1 over 8, 36.6 against 83.4 over 64); cummax over (3,
-# 5592405) 75.8 against 113.3 (torch 68.1). Read at each launch.
+# Switch: the same for lines that are not whole vectors (short1x4 / short1x8 / short1x8b3: four
+# or eight lines a thread, a word each; short1x8 loads two positions a batch, short1x8b3
+# three). On an H200, bf16 cumsum over (3, 5592405) 39.2 against 64.2 us (torch 45.6), (2,
+# 8388607) 39.3 against 87.3; over 8 positions and more one line a thread was as fast or faster
+# (37.1 against 40.1 over 8, 36.6 against 83.4 over 64; round 51, short1x8 over 8: 36.9 against
+# 34.1); cummax over (3, 5592405) 75.8 against 113.3 (torch 68.1). Round 51 (docs/benchmarks.md):
+# two positions a batch over 2 and 4 positions (bf16 36.8 and 36.7 us against 45.6 with one),
+# three over 3 (38.2 against 39.9 with two, 45.2 with one). Read at each launch.
 SHORT1_MANY: dict[str, tuple[tuple[int, str], ...]] = {
-    "sum": ((4, "short1x8"),),
-    "prod": ((4, "short1x8"),),
+    "sum": ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")),
+    "prod": ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")),
     "max": ((4, "short1x4"),),
 }  # fmt: skip
 SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
     "shortx2": ("sum", "prod", "lse", "maxflag", "seg_bwd", "max"),
     "shortx4": ("sum", "prod", "maxflag", "seg_bwd", "max"),
     "short1x8": ("sum", "prod"),
+    "short1x8b3": ("sum", "prod"),
     "short1x4": ("max",),
 }  # fmt: skip
 # the words a thread of each kind (scan.cu: NV)
 _SHORT_WORDS = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4,
-                "short1x8": 8}  # fmt: skip
+                "short1x8": 8, "short1x8b3": 8}  # fmt: skip
 
 
 def short_kind(op: str, n: int, vector: bool = True, one_dim: bool = True) -> str:

@@ -3227,9 +3227,9 @@ __device__ void scan_cols(const Params& P) {
 // P.vec (the host: AUX 16-byte aligned, its strides whole vectors), else one at a time.
 template <class Op>
 constexpr int kShortLoads = Op::kIn + (Op::kNb ? 1 : 0);  // words loaded a position
-// WB (8, or 16 for cummax's 4- to 16-byte words) words of loads a batch (the cumprod
-// backward's 3 a position: 2 positions), so that no op spills (ptxas, sm_90: 46-128 registers
-// in every dtype, two blocks an SM at least)
+// WB (8; 16 for cummax's 4- to 16-byte words and for short1x8's lines, 24 for short1x8b3's)
+// words of loads a batch (the cumprod backward's 3 a position: 2 positions), so that no op
+// spills (ptxas, sm_90: 46-128 registers in every dtype, two blocks an SM at least)
 template <class Op, int NV, int WB = 8>
 constexpr int kShortBatch = WB / kShortLoads<Op> / NV < 1 ? 1 : WB / kShortLoads<Op> / NV;
 // the bytes a thread owns a line group: two lines for MaxOp's indices, else a 16-byte vector
@@ -5763,6 +5763,11 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 // host's _kernels.SHORT_MANY and SHORT1_MANY), two blocks an SM: shortx2 / shortx4 two or four
 // 16-byte vectors (cummax/cummin: pairs of lines) and short1x4 / short1x8 four or eight lines
 // of other layouts, WB words of loads a batch; BC_SCAN_ENTRIES2 holds short and short1 (NV 1).
+// short1x8 loads two positions a batch and short1x8b3 three (the host's SHORT1_MANY: over 2 or
+// 4 positions and over 3), so that a thread has 16 or 24 loads of its words in flight. On an
+// H200 (docs/benchmarks.md, round 51) bf16 cumsum over (2, 8388607) 45.6 us with a position a
+// batch, 36.8 with two (three: 42.6, 90 registers, two blocks an SM); over (3, 5592405) 45.2,
+// 39.9, 38.2; over (4, 4194303) 45.6, 36.7, 40.5 (f32 47.3, 43.0; 47.7, 45.6, 44.8; 48.3, 44.3).
 #define BC_SCAN_SHORT_ENTRY(name, OP, kind, NV, W, WB)                                    \
   BC_LB_KERNEL(scan_##name##_##kind, 2)(bc::scan::Params p) {                            \
     bc::scan::scan_short<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, NV, W, WB>(p);               \
@@ -5770,8 +5775,9 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_SHORT_MANY_ENTRIES(name, OP)        \
   BC_SCAN_SHORT_ENTRY(name, OP, shortx2, 2, 16, 8) \
   BC_SCAN_SHORT_ENTRY(name, OP, shortx4, 4, 16, 8)
-#define BC_SCAN_SHORT1_MANY_ENTRY(name, OP) \
-  BC_SCAN_SHORT_ENTRY(name, OP, short1x8, 8, sizeof(BC_T), 8)
+#define BC_SCAN_SHORT1_MANY_ENTRY(name, OP)                   \
+  BC_SCAN_SHORT_ENTRY(name, OP, short1x8, 8, sizeof(BC_T), 16) \
+  BC_SCAN_SHORT_ENTRY(name, OP, short1x8b3, 8, sizeof(BC_T), 24)
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
