@@ -5,11 +5,14 @@ float64 (torch's own ops in float64; the backward against torch autograd, whose 
 go to the last occurrence: bf16 cummax backward differs there), then timed with the bench's
 method (``time_us``: L2 flushed, median) through the functional call, with a ``copy_`` of the
 input's bytes and torch's own call (autograd for the backward) in the same process
-(``--peers``). ``--off`` times the kernels taken before (SHORT off). Prints a line a case (the
-kernels and their grids), writes JSON:
+(``--peers``). ``--off`` times the kernels taken before (SHORT off). ``--odd`` times instead
+lines that are not whole 16-byte vectors (round 51: an odd number of them, over 2, 3, 4 and
+8 positions) in cumsum, cumprod and the cumsum backward, bf16, f32 and f64. Prints a line a
+case (the kernels and their grids), writes JSON:
 
     python benchmarks/short_axes.py short short.json --peers
-    python benchmarks/short_axes.py off off.json --off          (on a GPU)
+    python benchmarks/short_axes.py off off.json --off
+    python benchmarks/short_axes.py odd odd.json --odd --peers          (on a GPU)
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from _scan_bench import launched, measure, peers_text, scan_input, write_json
 import baracuda as bc
 from baracuda.scan import _kernels as K
 
-BF16, F32 = torch.bfloat16, torch.float32
-_NAMES = {BF16: "bf16", F32: "f32"}
+BF16, F32, F64 = torch.bfloat16, torch.float32, torch.float64
+_NAMES = {BF16: "bf16", F32: "f32", F64: "f64"}
 # (op, dtype, positions along dim 0); 2^24 elements each (over 3 positions 2^24 // 3 lines, not
 # whole 16-byte vectors)
 CASES: list[tuple[str, torch.dtype, int]] = [
@@ -34,6 +37,12 @@ CASES: list[tuple[str, torch.dtype, int]] = [
       for n in ns for dt in (BF16, F32)),
     *((f"{op}_backward", dt, n) for op in ("cumsum", "cumprod", "cummax", "logcumsumexp")
       for n in (2, 3, 64) for dt in (BF16, F32)),
+]  # fmt: skip
+# --odd: lines that are not whole vectors (about 2^24 elements, an odd number of lines), where
+# the outer dims coalesce to one: short1x8 / short1x8b3 over 2 to 4 positions, short1 over 8
+ODD_CASES: list[tuple[str, torch.dtype, int]] = [
+    (op, dt, n) for op in ("cumsum", "cumprod", "cumsum_backward") for dt in (BF16, F32, F64)
+    for n in (2, 3, 4, 8)
 ]  # fmt: skip
 _OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "cumsum": (bc.cumsum, torch.cumsum),
@@ -49,14 +58,16 @@ def main() -> None:
     ap.add_argument("json_out", nargs="?")
     ap.add_argument("--peers", action="store_true", help="time copy_ and torch too")
     ap.add_argument("--off", action="store_true", help="SHORT off: the kernels before")
+    ap.add_argument("--odd", action="store_true", help="lines that are not whole vectors")
     args = ap.parse_args()
     if args.off:
         K.__dict__["SHORT"] = False
     names = launched()
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
-    for op, dt, n in CASES:
-        shape = (n, 2**24 // n)
+    for op, dt, n in ODD_CASES if args.odd else CASES:
+        lines = 2**24 // n
+        shape = (n, lines - 1 + lines % 2 if args.odd else lines)
         base = op.removesuffix("_backward")
         x = scan_input(base, shape, dt, g)
         ours, theirs = _OPS[base]
