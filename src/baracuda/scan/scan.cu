@@ -3412,9 +3412,14 @@ __device__ __forceinline__ void short_lines(const Params& P) {
           if constexpr (Op::kAuxOut) {
             if (P.op[AUX].ptr != nullptr) {
               const i64 off = at(k, AUX) + po_aux;
-              if (V == 1 || !P.vec) {
+              if (V == 1 || !P.vec) {  // an element at a time, flags or indices by Op
 #pragma unroll
-                for (int e = 0; e < V; ++e) store_aux_at(P, off + e, p, win[e]);
+                for (int e = 0; e < V; ++e) {
+                  if constexpr (kFlagOut<Op>)
+                    static_cast<unsigned char*>(P.op[AUX].ptr)[off + e] = win[e] == p ? 1 : 0;
+                  else
+                    static_cast<i64*>(P.op[AUX].ptr)[off + e] = win[e];
+                }
               } else if constexpr (kFlagOut<Op>) {  // the winner flags, a word
                 unsigned char b[V];
 #pragma unroll
