@@ -691,12 +691,20 @@ __device__ __forceinline__ void group_scan_run(const Op& op, typename Op::Run x,
 }
 
 // cummax/cummin's AUX output at physical position p (element offset `off`): the winner
-// index `win`, or (mode & 4) the flag "p is its own running winner".
-__device__ __forceinline__ void store_aux_at(const Params& P, i64 off, i64 p, i64 win) {
-  if (P.mode & 4)
+// index `win`, or (kFlags) the flag "p is its own running winner"; the kernel that knows its
+// op at compile time (scan_short: kFlagOut<Op>) picks one, store_aux_at tests mode & 4.
+template <bool kFlags>
+__device__ __forceinline__ void store_aux_as(const Params& P, i64 off, i64 p, i64 win) {
+  if constexpr (kFlags)
     static_cast<unsigned char*>(P.op[AUX].ptr)[off] = win == p ? 1 : 0;
   else
     static_cast<i64*>(P.op[AUX].ptr)[off] = win;
+}
+__device__ __forceinline__ void store_aux_at(const Params& P, i64 off, i64 p, i64 win) {
+  if (P.mode & 4)
+    store_aux_as<true>(P, off, p, win);
+  else
+    store_aux_as<false>(P, off, p, win);
 }
 
 // AUX of scan position q (physical p; inclusive and exclusive states, inputs v).
@@ -3414,12 +3422,7 @@ __device__ __forceinline__ void short_lines(const Params& P) {
               const i64 off = at(k, AUX) + po_aux;
               if (V == 1 || !P.vec) {  // an element at a time, flags or indices by Op
 #pragma unroll
-                for (int e = 0; e < V; ++e) {
-                  if constexpr (kFlagOut<Op>)
-                    static_cast<unsigned char*>(P.op[AUX].ptr)[off + e] = win[e] == p ? 1 : 0;
-                  else
-                    static_cast<i64*>(P.op[AUX].ptr)[off + e] = win[e];
-                }
+                for (int e = 0; e < V; ++e) store_aux_as<kFlagOut<Op>>(P, off + e, p, win[e]);
               } else if constexpr (kFlagOut<Op>) {  // the winner flags, a word
                 unsigned char b[V];
 #pragma unroll
