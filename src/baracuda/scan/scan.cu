@@ -766,10 +766,14 @@ __device__ __forceinline__ void store_pairs(i64* dst, int4* slots) {
   __syncwarp();
 }
 
-// A word of B bytes (2 to 16): B one-byte flags (the cummax backward's winner flags) moved
-// in one access, B-byte aligned.
+// A word of B bytes (1 to 16): B one-byte flags (the cummax backward's winner flags), or
+// scan_short's word of elements, moved in one access, B-byte aligned.
 template <int B>
 struct Bytes;
+template <>
+struct Bytes<1> {
+  typedef unsigned char type;
+};
 template <>
 struct Bytes<2> {
   typedef unsigned short type;
@@ -3244,48 +3248,13 @@ constexpr int kShortBatch = WB / kShortLoads<Op> / NV < 1 ? 1 : WB / kShortLoads
 template <typename T, class Op>
 constexpr int kShortWord = Op::kAuxOut && !kFlagOut<Op> ? 2 * (int)sizeof(T) : 16;
 
-// V flags (a byte each), and W bytes of elements, as one word
-template <int V>
-struct FlagWord {
-  typedef unsigned long long T;
-};
-template <>
-struct FlagWord<4> {
-  typedef unsigned T;
-};
-template <>
-struct FlagWord<2> {
-  typedef unsigned short T;
-};
-template <>
-struct FlagWord<1> {
-  typedef unsigned char T;
-};
-template <int W>
-struct ShortWord {
-  typedef int4 T;
-};
-template <>
-struct ShortWord<8> {
-  typedef unsigned long long T;
-};
-template <>
-struct ShortWord<4> {
-  typedef unsigned T;
-};
-template <>
-struct ShortWord<2> {
-  typedef unsigned short T;
-};
-
 template <typename T, typename A, class Op, int NV, int W, int WB, bool LIN>
 __device__ __forceinline__ void short_lines(const Params& P) {
   typedef typename Op::S S;
   constexpr int V = W / (int)sizeof(T);  // lines a word
   constexpr int B = kShortBatch<Op, NV, WB>;
   constexpr int NI = Op::kIn;
-  typedef typename FlagWord<V>::T Fw;
-  typedef typename ShortWord<W>::T Wd;
+  typedef typename Bytes<W>::type Wd;  // a word of elements
   const Op op{P.mode};
   const i64 vecs = P.rows / V;
   const i64 step = (i64)gridDim.x * blockDim.x * NV;
@@ -3360,8 +3329,7 @@ __device__ __forceinline__ void short_lines(const Params& P) {
               const unsigned char* f =
                   static_cast<const unsigned char*>(P.op[AUX].ptr) + at(k, AUX) + po[AUX];
               if (V > 1 && P.vec) {
-                const Fw w = *reinterpret_cast<const Fw*>(f);
-                memcpy(fl[k][u], &w, V);
+                load_bytes<V>(fl[k][u], f);
               } else {
 #pragma unroll
                 for (int e = 0; e < V; ++e) fl[k][u][e] = f[e];
@@ -3413,7 +3381,7 @@ __device__ __forceinline__ void short_lines(const Params& P) {
             memcpy(&w, out, W);
             T* d = static_cast<T*>(P.op[OUT].ptr) + at(k, OUT) + po_out;
             if constexpr (W == 16)
-              store16(reinterpret_cast<int4*>(d), w);
+              store16(reinterpret_cast<int4*>(d), make_int4(w.x, w.y, w.z, w.w));
             else
               *reinterpret_cast<Wd*>(d) = w;
           }
@@ -3427,9 +3395,7 @@ __device__ __forceinline__ void short_lines(const Params& P) {
                 unsigned char b[V];
 #pragma unroll
                 for (int e = 0; e < V; ++e) b[e] = win[e] == p ? 1 : 0;
-                Fw w;
-                memcpy(&w, b, V);
-                *reinterpret_cast<Fw*>(static_cast<unsigned char*>(P.op[AUX].ptr) + off) = w;
+                store_bytes<V>(static_cast<unsigned char*>(P.op[AUX].ptr) + off, b);
               } else if constexpr (V > 1) {  // the indices, two a 16-byte store
                 int4* d = reinterpret_cast<int4*>(static_cast<i64*>(P.op[AUX].ptr) + off);
 #pragma unroll
