@@ -5178,16 +5178,27 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned ph) {
       "{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
       " @!p bra WAIT;\n}" ::"r"(smem_addr(b)), "r"(ph) : "memory");
 }
-// `bytes` (a multiple of 16) from global to shared memory, completing on `b`; the lines are
-// loaded evict-first (each is read once).
+// `bytes` (a multiple of 16) from global to shared memory, completing on `b`; evict-first
+// (each line is read once) where kEvictFirst. On an H200, 4-byte rows were faster without
+// the policy ((1, 2^26) f32 144.0 against 146.8 us) and 2-byte rows and interleaved lines
+// slower (bf16 (2, 2^23) 29.0 against 27.7; f32 (2^22, 2) 29.4 against 28.3), so the stream
+// kernel keeps it there (docs/benchmarks.md, round 53).
+template <bool kEvictFirst>
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes,
                                           unsigned long long* b) {
-  unsigned long long policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes),
-      "r"(smem_addr(b)), "l"(policy) : "memory");
+  if constexpr (kEvictFirst) {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes),
+        "r"(smem_addr(b)), "l"(policy) : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes),
+        "r"(smem_addr(b)) : "memory");
+  }
 }
 #endif
 
@@ -5370,6 +5381,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
     constexpr int NV = kStreamVecs;
     constexpr int kWave = kStreamWave;  // tiles a wave: the prefix warp's G words a tile
     constexpr unsigned long long kReady = 1ull << 32;
+    constexpr bool kEvictFirst = sizeof(T) < 4 || G > 1;  // the bulk loads' policy (bulk_load)
     extern __shared__ __align__(128) int4 stream_buf[];  // bulk copies land on 128-byte lines
     __shared__ __align__(8) unsigned long long full[kStreamStages], empty[kStreamStages];
     __shared__ __align__(8) unsigned long long red[kStreamMeta], pre[kStreamMeta], mfree[kStreamMeta];
@@ -5447,8 +5459,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           stage_tile[s] = ok ? t : -1;
           if (ok) {
             mbar_arrive_tx(&full[s], nb);
-            bulk_load(ring + s * kStreamTile + (kRev ? kStreamTile - nb : 0),
-                      in + row_at(r, IN0) + tile_lo(j, nb), nb, &full[s]);
+            bulk_load<kEvictFirst>(ring + s * kStreamTile + (kRev ? kStreamTile - nb : 0),
+                                   in + row_at(r, IN0) + tile_lo(j, nb), nb, &full[s]);
           } else {
             mbar_arrive(&full[s]);
           }
