@@ -13,14 +13,21 @@ Times, with the bench's method (``time_us``: L2 flushed, median), in one process
   lines a thread, the warp's indices staged through shared memory so that each store
   instruction covers 512 contiguous bytes).
 
+With ``--odd``, over lines that are not whole vectors (an odd number of lines L: each row
+starts at another offset modulo 16 bytes) instead, with ``line`` and two kernels that move the
+indices as 16-byte pairs all the same: ``line pairs`` (a thread a line, a pair stored by its
+first lane, the other line's index through a shuffle) and ``odd pairs NV=k`` (two lines a
+thread as ``pairs``, a row's words whole where they are aligned and an element at a time where
+not, there the index pairs taken one line on, across lanes by a shuffle).
+
 Prints a line a case, writes JSON:
 
-    python benchmarks/cummax_floor.py [out.json]        (on a GPU, with CuPy for the kernels)
+    python benchmarks/cummax_floor.py [out.json] [--odd]   (on a GPU, with CuPy for the kernels)
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from typing import Any
 
 import cupy as cp
@@ -133,6 +140,105 @@ __global__ void __launch_bounds__(256) words(const T* x, T* y, i64* ix, i64 L, i
     }
   }
 }
+// Lines that are not whole vectors (L odd: row p starts at p L elements, so the rows' pairs
+// of lines alternate between aligned and not). Warp-uniform loops: every lane reaches the
+// shuffles. `line_pairs`: a thread a line, the index stores as 16-byte pairs of two lanes' lines
+// (the pair's first lane stores it, one shuffle), 8-byte stores at the warp's edges.
+// `odd_pairs<NV>`: two lines a thread as `words`, each row's words loaded and stored whole where
+// aligned, else an element at a time, its index pairs taken one line on (the next lane's first
+// line through a shuffle) where the row is not aligned.
+__device__ __forceinline__ void st8(i64* p, i64 v) { *p = v; }
+__device__ __forceinline__ bool al16(const void* p) { return ((unsigned long long)p & 15) == 0; }
+template <typename T>
+__global__ void __launch_bounds__(256) line_pairs(const T* x, T* y, i64* ix, i64 L, int n) {
+  const int lane = threadIdx.x & 31;
+  const i64 l = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const bool live = l < L, next = l + 1 < L && lane < 31;
+  if (l - lane >= L) return;  // the whole warp
+  T raw[4];
+#pragma unroll
+  for (int p = 0; p < 4; ++p)
+    if (p < n && live) raw[p] = x[p * L + l];
+  float m = __int_as_float(0xff800000); int mi = 0;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    if (p >= n) break;
+    const float f = tf(raw[p]);
+    if (wins(f, m)) { m = f; mi = p; }
+    const int nmi = __shfl_down_sync(0xffffffff, mi, 1);
+    if (!live) continue;
+    y[p * L + l] = (T)m;
+    i64* a = ix + p * L + l;
+    if (al16(a)) {
+      if (next) st16(a, pair(mi, nmi)); else st8(a, mi);
+    } else if (lane == 0) {
+      st8(a, mi);
+    }
+  }
+}
+template <typename T, int NV>
+__global__ void __launch_bounds__(256) odd_pairs(const T* x, T* y, i64* ix, i64 L, int n) {
+  constexpr int BY = 2 * sizeof(T);
+  typedef typename Word<BY>::T Wd;
+  const int lane = threadIdx.x & 31;
+  const i64 words = (L + 1) / 2;  // the last one a line where L is odd
+  const i64 first = (i64)blockIdx.x * blockDim.x * NV + threadIdx.x;
+  if (first - lane >= words) return;  // the whole warp
+  T raw[NV][4][2];
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const i64 l = 2 * (first + (i64)k * blockDim.x);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      if (p >= n) break;
+      const T* s = x + p * L + l;
+      if (l + 1 < L && ((unsigned long long)s & (BY - 1)) == 0) {
+        const Wd w = *reinterpret_cast<const Wd*>(s);
+        memcpy(raw[k][p], &w, BY);
+      } else if (l < L) {
+        raw[k][p][0] = s[0];
+        if (l + 1 < L) raw[k][p][1] = s[1];
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const i64 l = 2 * (first + (i64)k * blockDim.x);
+    const bool live0 = l < L, live1 = l + 1 < L, next = l + 2 < L && lane < 31;
+    float m[2]; int mi[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) { m[e] = __int_as_float(0xff800000); mi[e] = 0; }
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      if (p >= n) break;
+      T o[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float f = tf(raw[k][p][e]);
+        if (wins(f, m[e])) { m[e] = f; mi[e] = p; }
+        o[e] = (T)m[e];
+      }
+      const int nmi = __shfl_down_sync(0xffffffff, mi[0], 1);
+      if (!live0) continue;
+      T* d = y + p * L + l;
+      if (live1 && ((unsigned long long)d & (BY - 1)) == 0) {
+        Wd w;
+        memcpy(&w, o, BY);
+        *reinterpret_cast<Wd*>(d) = w;
+      } else {
+        d[0] = o[0];
+        if (live1) d[1] = o[1];
+      }
+      i64* a = ix + p * L + l;
+      if (al16(a)) {
+        if (live1) st16(a, pair(mi[0], mi[1])); else st8(a, mi[0]);
+      } else {
+        if (lane == 0) st8(a, mi[0]);
+        if (live1) { if (next) st16(a + 1, pair(mi[1], nmi)); else st8(a + 1, mi[1]); }
+      }
+    }
+  }
+}
 __global__ void write16(int4* p, i64 n16) {
   const i64 step = (i64)gridDim.x * blockDim.x;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += step)
@@ -149,16 +255,18 @@ _VARIANTS: list[tuple[str, int, int, int]] = [
 def _names() -> list[str]:
     out = ["write16"]
     for t, _ in _TYPES.values():
-        out.append(f"line<{t}>")
+        out += [f"line<{t}>", f"line_pairs<{t}>", f"odd_pairs<{t},1>", f"odd_pairs<{t},4>"]
         for _, w, nv, st in _VARIANTS:
             out.append(f"words<{t},{w or (16 // (2 if 'bf' in t else 4))},{nv},{st}>")
     return out
 
 
-def _case(mod: Any, ext: Any, dt: torch.dtype, n: int, g: torch.Generator) -> dict[str, Any]:
-    """One (n, L) case of ``dt``: the write floor, torch, baracuda and the stand-alone kernels."""
+def _case(mod: Any, ext: Any, dt: torch.dtype, n: int, g: torch.Generator,
+          odd: bool) -> dict[str, Any]:  # fmt: skip
+    """One (n, L) case of ``dt``: the write floor, torch, baracuda and the stand-alone kernels;
+    ``odd``: L odd (lines that are not whole vectors), else whole 16-byte vectors of lines."""
     t, label = _TYPES[dt]
-    lines = 2**24 // n // 16 * 16  # whole 16-byte vectors of lines
+    lines = 2**24 // n - (1 - 2**24 // n % 2) if odd else 2**24 // n // 16 * 16
     x = torch.randn((n, lines), device="cuda", generator=g).to(dt)
     ref_v, ref_i = torch.cummax(x, 0)
     y, ix = torch.empty_like(x), torch.empty((n, lines), dtype=torch.int64, device="cuda")
@@ -177,7 +285,12 @@ def _case(mod: Any, ext: Any, dt: torch.dtype, n: int, g: torch.Generator) -> di
     row["bc"] = time_us(lambda: bc.cummax(x, axis=0, tie_break="last"))
     args = (x.data_ptr(), y.data_ptr(), ix.data_ptr(), cp.int64(lines), cp.int32(n))
     kernels = [("line", f"line<{t}>", (lines + 511) // 512, 512)]
-    for name, w, nv, st in _VARIANTS:
+    if odd:
+        kernels.append(("line pairs", f"line_pairs<{t}>", (lines + 255) // 256, 256))
+        for nv in (1, 4):
+            grid = ((lines + 1) // 2 + 256 * nv - 1) // (256 * nv)
+            kernels.append((f"odd pairs NV={nv}", f"odd_pairs<{t},{nv}>", grid, 256))
+    for name, w, nv, st in [] if odd else _VARIANTS:
         w = w or 16 // x.element_size()
         grid = (lines // w + 256 * nv - 1) // (256 * nv)
         kernels.append((name, f"words<{t},{w},{nv},{st}>", grid, 256))
@@ -187,25 +300,31 @@ def _case(mod: Any, ext: Any, dt: torch.dtype, n: int, g: torch.Generator) -> di
         launch(fn, grid, block, args)
         torch.cuda.synchronize()
         if not (torch.equal(y, ref_v) and torch.equal(ix, ref_i)):
-            raise SystemExit(f"{fn} differs from torch.cummax on {label} {n}x{lines}")
+            print(f"{fn} differs from torch.cummax on {label} {n}x{lines}: not timed", flush=True)
+            row[name] = "differs"
+            continue
         row[name] = time_us(lambda fn=fn, grid=grid, block=block: launch(fn, grid, block, args))
     return row
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", nargs="?", help="write the results here")
+    ap.add_argument("--odd", action="store_true", help="lines that are not whole vectors")
+    a = ap.parse_args()
     mod = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=_names())
     ext = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     g = torch.Generator(device="cuda").manual_seed(0)
     rows: list[dict[str, Any]] = []
     for dt in _TYPES:
         for n in (2, 3, 4):
-            row = _case(mod, ext, dt, n, g)
+            row = _case(mod, ext, dt, n, g, a.odd)
             rows.append(row)
             times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
             print(f"cummax {row['dtype']:4s} {n}x{row['shape'][1]:<8d} "
                   f"{row['bytes'] / 1e6:5.0f} MB  {times}", flush=True)  # fmt: skip
             torch.cuda.empty_cache()
-    write_json(sys.argv[1] if len(sys.argv) > 1 else None, "cummax_floor", rows)
+    write_json(a.json, "cummax_floor_odd" if a.odd else "cummax_floor", rows)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ method (``time_us``: L2 flushed, median) through the functional call, with a ``c
 input's bytes and torch's own call (autograd for the backward) in the same process
 (``--peers``). ``--off`` times the kernels taken before (SHORT off). ``--odd`` times instead
 lines that are not whole 16-byte vectors (round 51: an odd number of them, over 2, 3, 4 and
-8 positions) in cumsum, cumprod and the cumsum backward, bf16, f32 and f64. Prints a line a
-case (the kernels and their grids), writes JSON:
+8 positions) in cumsum, cumprod, the cumsum backward and (since round 53) cummax, bf16, f32
+and f64. ``--ops`` times only the ops named. Prints a line a case (the kernels and their
+grids), writes JSON:
 
     python benchmarks/short_axes.py short short.json --peers
     python benchmarks/short_axes.py off off.json --off
@@ -40,9 +41,10 @@ CASES: list[tuple[str, torch.dtype, int]] = [
 ]  # fmt: skip
 # --odd: lines that are not whole vectors (about 2^24 elements, an odd number of lines), where
 # the outer dims coalesce to one: short1x8 / short1x8b3 over 2 to 4 positions, short1 over 8
+# (cummax: short1x4, short1)
 ODD_CASES: list[tuple[str, torch.dtype, int]] = [
-    (op, dt, n) for op in ("cumsum", "cumprod", "cumsum_backward") for dt in (BF16, F32, F64)
-    for n in (2, 3, 4, 8)
+    (op, dt, n) for op in ("cumsum", "cumprod", "cumsum_backward", "cummax")
+    for dt in (BF16, F32, F64) for n in (2, 3, 4, 8)
 ]  # fmt: skip
 _OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "cumsum": (bc.cumsum, torch.cumsum),
@@ -59,6 +61,7 @@ def main() -> None:
     ap.add_argument("--peers", action="store_true", help="time copy_ and torch too")
     ap.add_argument("--off", action="store_true", help="SHORT off: the kernels before")
     ap.add_argument("--odd", action="store_true", help="lines that are not whole vectors")
+    ap.add_argument("--ops", nargs="+", help="only these ops (cumsum, cummax_backward, ...)")
     args = ap.parse_args()
     if args.off:
         K.__dict__["SHORT"] = False
@@ -66,6 +69,8 @@ def main() -> None:
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
     for op, dt, n in ODD_CASES if args.odd else CASES:
+        if args.ops and op not in args.ops:
+            continue
         lines = 2**24 // n
         shape = (n, lines - 1 + lines % 2 if args.odd else lines)
         base = op.removesuffix("_backward")
