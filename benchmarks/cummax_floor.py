@@ -266,7 +266,8 @@ def _case(mod: Any, ext: Any, dt: torch.dtype, n: int, g: torch.Generator,
     """One (n, L) case of ``dt``: the write floor, torch, baracuda and the stand-alone kernels;
     ``odd``: L odd (lines that are not whole vectors), else whole 16-byte vectors of lines."""
     t, label = _TYPES[dt]
-    lines = 2**24 // n - (1 - 2**24 // n % 2) if odd else 2**24 // n // 16 * 16
+    lines = 2**24 // n
+    lines = lines - 1 + lines % 2 if odd else lines // 16 * 16  # odd, or whole 16-byte vectors
     x = torch.randn((n, lines), device="cuda", generator=g).to(dt)
     ref_v, ref_i = torch.cummax(x, 0)
     y, ix = torch.empty_like(x), torch.empty((n, lines), dtype=torch.int64, device="cuda")
