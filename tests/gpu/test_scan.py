@@ -2132,7 +2132,8 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
     where they do not: rank 3 along dim 1); axis lengths 2, 3, 4, 7 and SHORT_MAX,
     odd numbers of vectors, rank 3 along dims 0 and 1, padded rows in and out; both
     directions, on poisoned outputs against the float64 reference (cummax/cummin's indices
-    exactly, also into a view that is not 16-byte aligned, an element at a time), the backward
+    exactly, also into a view that is not 16-byte aligned and into every other element of a
+    buffer, an element at a time), the backward
     again with AUX moved an element at a time, nothing written outside the output view, and
     against the same launch without it. One position and a longer axis take other kernels.
     ``limit``: SHORT_MAX set to it (203: many batches, the last one partial)."""
@@ -2220,6 +2221,14 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
                 plan.run(s, ws, ScanArgs(x, y, idx8))
                 torch.cuda.synchronize()
                 assert torch.equal(idx8, idx) and int(buf[0]) == -7, label
+                # indices into every other element (AUX's lines not adjacent): one at a time
+                buf2 = torch.full((*shape[:-1], 2 * shape[-1]), -7, dtype=torch.int64,
+                                  device="cuda")  # fmt: skip
+                idx2 = buf2[..., ::2]
+                plan.run(s, ws, ScanArgs(x, y, idx2))
+                torch.cuda.synchronize()
+                assert torch.equal(idx2, idx), label
+                assert bool((buf2[..., 1::2] == -7).all()), label
                 ref = ref[0]
             assert_close(y, ref, element, scale=scale_of(kind, n), what=f"{kind.value} {label}")
             if want:
