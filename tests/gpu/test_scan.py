@@ -2133,10 +2133,10 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
     odd numbers of vectors, rank 3 along dims 0 and 1, padded rows in and out; both
     directions, on poisoned outputs against the float64 reference (cummax/cummin's indices
     exactly, also into a view that is not 16-byte aligned and into every other element of a
-    buffer, an element at a time), the backward
-    again with AUX moved an element at a time, nothing written outside the output view, and
-    against the same launch without it. One position and a longer axis take other kernels.
-    ``limit``: SHORT_MAX set to it (203: many batches, the last one partial)."""
+    buffer, an element at a time), the backward again with AUX moved an element at a time,
+    nothing written outside the output view, and against the same launch without it. One
+    position and a longer axis take other kernels. ``limit``: SHORT_MAX set to it (203: many
+    batches, the last one partial)."""
     from baracuda.scan import _kernels as K
 
     if limit:
