@@ -846,12 +846,8 @@ __device__ __forceinline__ void rows_store_aux(const Params& P, i64 abase, i64 q
       int4* dst = reinterpret_cast<int4*>(idx);
 #pragma unroll
       for (int u = 0; u < K / 2; ++u) {
-        const i64 lo = win[kRev ? K - 1 - 2 * u : 2 * u];
-        const i64 hi = win[kRev ? K - 2 - 2 * u : 2 * u + 1];
-        int4 w;
-        memcpy(&w.x, &lo, 8);
-        memcpy(&w.z, &hi, 8);
-        store16(dst + u, w);
+        store16(dst + u, idx_pair(win[kRev ? K - 1 - 2 * u : 2 * u],
+                                  win[kRev ? K - 2 - 2 * u : 2 * u + 1]));
       }
       return;
     }
