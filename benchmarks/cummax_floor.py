@@ -20,9 +20,17 @@ first lane, the other line's index through a shuffle) and ``odd pairs NV=k`` (tw
 thread as ``pairs``, a row's words whole where they are aligned and an element at a time where
 not, there the index pairs taken one line on, across lanes by a shuffle).
 
+In both layouts (round 55), and in f64 too: ``linek K=k NB=b`` (torch's layout, a line a word,
+with k lines a thread and b positions' loads issued before their scan: the design of the
+package's ``short1l`` kernels) and ``tile E=e`` (a block a tile of lines over every position
+through shared memory, e elements: each row's part loaded with cp.async and stored as the
+16-byte words it overlaps, whatever its alignment). ``line pairs`` and ``odd pairs`` hold 4
+positions and run only up to 4.
+
 Prints a line a case, writes JSON:
 
-    python benchmarks/cummax_floor.py [out.json] [--odd]   (on a GPU, with CuPy for the kernels)
+    python benchmarks/cummax_floor.py [out.json] [--odd] [--positions 2 3 4 8]
+        (on a GPU, with CuPy for the kernels)
 """
 
 from __future__ import annotations
@@ -40,7 +48,11 @@ from baracuda._bench import time_us
 SOURCE = r"""
 #include <cuda_bf16.h>
 typedef long long i64;
-template <typename T> __device__ __forceinline__ float tf(T v) { return (float)v; }
+template <typename T> struct Key { typedef float K; };
+template <> struct Key<double> { typedef double K; };
+template <typename T> __device__ __forceinline__ typename Key<T>::K tf(T v) {
+  return (typename Key<T>::K)v;
+}
 template <> __device__ __forceinline__ float tf<__nv_bfloat16>(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
@@ -52,7 +64,9 @@ __device__ __forceinline__ int4 pair(i64 a, i64 b) {
   return make_int4((int)a, (int)(a >> 32), (int)b, (int)(b >> 32));
 }
 // torch's rule: the latest NaN, else the latest of equal maxima
-__device__ __forceinline__ bool wins(float f, float m) { return f != f || (m == m && f >= m); }
+template <typename K> __device__ __forceinline__ bool wins(K f, K m) {
+  return f != f || (m == m && f >= m);
+}
 template <int B> struct Word { typedef int4 T; };
 template <> struct Word<8> { typedef unsigned long long T; };
 template <> struct Word<4> { typedef unsigned T; };
@@ -63,9 +77,9 @@ template <typename T>
 __global__ void line(const T* x, T* y, i64* ix, i64 L, int n) {
   const i64 l = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (l >= L) return;
-  float m = __int_as_float(0xff800000); i64 mi = 0;
+  typename Key<T>::K m = (typename Key<T>::K)__int_as_float(0xff800000); i64 mi = 0;
   for (int p = 0; p < n; ++p) {
-    const float f = tf(x[p * L + l]);
+    const auto f = tf(x[p * L + l]);
     if (wins(f, m)) { m = f; mi = p; }
     y[p * L + l] = (T)m;
     ix[p * L + l] = mi;
@@ -159,11 +173,11 @@ __global__ void __launch_bounds__(256) line_pairs(const T* x, T* y, i64* ix, i64
 #pragma unroll
   for (int p = 0; p < 4; ++p)
     if (p < n && live) raw[p] = x[p * L + l];
-  float m = __int_as_float(0xff800000); int mi = 0;
+  typename Key<T>::K m = (typename Key<T>::K)__int_as_float(0xff800000); int mi = 0;
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     if (p >= n) break;
-    const float f = tf(raw[p]);
+    const auto f = tf(raw[p]);
     if (wins(f, m)) { m = f; mi = p; }
     const int nmi = __shfl_down_sync(0xffffffff, mi, 1);
     if (!live) continue;
@@ -239,13 +253,145 @@ __global__ void __launch_bounds__(256) odd_pairs(const T* x, T* y, i64* ix, i64 
     }
   }
 }
+// `tile<T>`: a block takes TC lines over all n positions through shared memory. Each row's
+// part is loaded (cp.async) and stored as the 16-byte words of memory it overlaps, an element
+// at a time only at the part's two ends, whatever the row's alignment; the scan walks the
+// staged rows a line a thread. Shared memory: x and y rows of TC + V elements, int index rows
+// of TC + 4; each row's part starts at its own offset (its address modulo 16 bytes).
+template <typename K> __device__ __forceinline__ bool winsk(K f, K m) {
+  return f != f || (m == m && f >= m);
+}
+__device__ __forceinline__ void cpa16(void* s, const void* g) {
+  const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
+}
+template <typename T>
+__global__ void __launch_bounds__(256) tile(const T* x, T* y, i64* ix, i64 L, int n, int TC) {
+  constexpr int V = 16 / sizeof(T);
+  typedef typename Key<T>::K K;
+  extern __shared__ int4 smem[];
+  const int rowx = TC + V, rowi = TC + 4;
+  T* xs = reinterpret_cast<T*>(smem);
+  T* ys = xs + (size_t)n * rowx;
+  int* is = reinterpret_cast<int*>(ys + (size_t)n * rowx);
+  const i64 c0 = (i64)blockIdx.x * TC;
+  const int cols = (int)min((i64)TC, L - c0);
+  for (int p = 0; p < n; ++p) {
+    const T* src = x + p * L + c0;
+    const int h = (int)(((unsigned long long)src & 15) / sizeof(T));
+    T* d = xs + p * rowx;
+    const int nw = (h + cols + V - 1) / V;
+    for (int w = threadIdx.x; w < nw; w += blockDim.x) {
+      const int j0 = w * V - h;
+      if (j0 >= 0 && j0 + V <= cols) {
+        cpa16(d + w * V, src + j0);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (j0 + e >= 0 && j0 + e < cols) d[w * V + e] = src[j0 + e];
+      }
+    }
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();
+  const unsigned long long ux = (unsigned long long)(x + c0), uy = (unsigned long long)(y + c0),
+                           ui = (unsigned long long)(ix + c0);
+  for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+    K m = (K)__int_as_float(0xff800000);
+    int mi = 0;
+    for (int p = 0; p < n; ++p) {
+      const unsigned long long off = (unsigned long long)p * L;
+      const int hx = (int)(((ux + off * sizeof(T)) & 15) / sizeof(T));
+      const int hy = (int)(((uy + off * sizeof(T)) & 15) / sizeof(T));
+      const int hi = (int)(((ui + off * 8) & 15) / 8);
+      const K f = (K)xs[p * rowx + hx + j];
+      if (winsk(f, m)) { m = f; mi = p; }
+      ys[p * rowx + hy + j] = (T)m;
+      is[p * rowi + hi + j] = mi;
+    }
+  }
+  __syncthreads();
+  for (int p = 0; p < n; ++p) {
+    T* dst = y + p * L + c0;
+    const int h = (int)(((unsigned long long)dst & 15) / sizeof(T));
+    const T* s = ys + p * rowx;
+    const int nw = (h + cols + V - 1) / V;
+    for (int w = threadIdx.x; w < nw; w += blockDim.x) {
+      const int j0 = w * V - h;
+      if (j0 >= 0 && j0 + V <= cols) {
+        st16(dst + j0, *reinterpret_cast<const int4*>(s + w * V));
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (j0 + e >= 0 && j0 + e < cols) dst[j0 + e] = s[w * V + e];
+      }
+    }
+  }
+  for (int p = 0; p < n; ++p) {
+    i64* dst = ix + p * L + c0;
+    const int h = (int)(((unsigned long long)dst & 15) / 8);
+    const int* s = is + p * rowi;
+    const int nw = (h + cols + 1) / 2;
+    for (int w = threadIdx.x; w < nw; w += blockDim.x) {
+      const int j0 = 2 * w - h;
+      if (j0 >= 0 && j0 + 2 <= cols) {
+        const int2 v = *reinterpret_cast<const int2*>(s + 2 * w);
+        st16(dst + j0, make_int4(v.x, 0, v.y, 0));
+      } else {
+        if (j0 >= 0 && j0 < cols) dst[j0] = s[2 * w];
+        if (j0 + 1 >= 0 && j0 + 1 < cols) dst[j0 + 1] = s[2 * w + 1];
+      }
+    }
+  }
+}
+// `linek<K, NB>`: torch's layout (a line a thread's word, an element at a time) with K lines a
+// thread (a block's width apart) and NB positions' loads of all K lines issued before their
+// scan, so that a thread has K NB loads in flight and few registers.
+template <typename T, int K, int NB>
+__global__ void __launch_bounds__(256) linek(const T* x, T* y, i64* ix, i64 L, int n) {
+  typedef typename Key<T>::K KT;
+  const i64 l0 = (i64)blockIdx.x * 256 * K + threadIdx.x;
+  KT m[K];
+  int mi[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) { m[k] = (KT)__int_as_float(0xff800000); mi[k] = 0; }
+  for (int p0 = 0; p0 < n; p0 += NB) {
+    T raw[K][NB];
+#pragma unroll
+    for (int u = 0; u < NB; ++u) {
+      if (p0 + u >= n) break;
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (l0 + k * 256 < L) raw[k][u] = x[(i64)(p0 + u) * L + l0 + k * 256];
+    }
+#pragma unroll
+    for (int u = 0; u < NB; ++u) {
+      const int p = p0 + u;
+      if (p >= n) break;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const i64 l = l0 + k * 256;
+        if (l >= L) continue;
+        const KT f = tf(raw[k][u]);
+        if (wins(f, m[k])) { m[k] = f; mi[k] = p; }
+        y[(i64)p * L + l] = (T)m[k];
+        ix[(i64)p * L + l] = mi[k];
+      }
+    }
+  }
+}
 __global__ void write16(int4* p, i64 n16) {
   const i64 step = (i64)gridDim.x * blockDim.x;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += step)
     st16(p + i, make_int4(0, 0, 0, 0));
 }
 """
-_TYPES = {torch.bfloat16: ("__nv_bfloat16", "bf16"), torch.float32: ("float", "f32")}
+_TYPES = {torch.bfloat16: ("__nv_bfloat16", "bf16"), torch.float32: ("float", "f32"),
+          torch.float64: ("double", "f64")}
+# linek's (lines a thread, positions a batch)
+_LINEK = ((1, 2), (2, 2), (4, 2), (2, 4), (4, 4))
+# elements a block of `tile` takes (its lines times the positions)
+_TILE_ELEMS = (4096,)
 # (label, lines a word, words a thread, staged); the vector's lines per type at run time
 _VARIANTS: list[tuple[str, int, int, int]] = [
     ("pairs NV=1", 2, 1, 0), ("pairs NV=4", 2, 4, 0), ("vec staged", 0, 1, 1),
@@ -255,7 +401,11 @@ _VARIANTS: list[tuple[str, int, int, int]] = [
 def _names() -> list[str]:
     out = ["write16"]
     for t, _ in _TYPES.values():
-        out += [f"line<{t}>", f"line_pairs<{t}>", f"odd_pairs<{t},1>", f"odd_pairs<{t},4>"]
+        out += [f"tile<{t}>", f"line<{t}>", f"line_pairs<{t}>"]
+        out += [f"linek<{t},{k},{nb}>" for k, nb in _LINEK]
+        if t == "double":
+            continue
+        out += [f"odd_pairs<{t},1>", f"odd_pairs<{t},4>"]
         for _, w, nv, st in _VARIANTS:
             out.append(f"words<{t},{w or (16 // (2 if 'bf' in t else 4))},{nv},{st}>")
     return out
@@ -275,9 +425,12 @@ def _case(mod: Any, ext: Any, dt: torch.dtype, n: int, g: torch.Generator,
     sink = torch.empty(moved // 4, dtype=torch.float32, device="cuda")
     row: dict[str, Any] = {"dtype": label, "shape": [n, lines], "bytes": moved}
 
-    def launch(name: str, grid: int, block: int, args: tuple[Any, ...]) -> None:
+    def launch(name: str, grid: int, block: int, args: tuple[Any, ...], smem: int = 0) -> None:
+        fn = mod.get_function(name)
+        if smem > 48 * 1024 and fn.max_dynamic_shared_size_bytes < smem:
+            fn.max_dynamic_shared_size_bytes = smem
         with ext:
-            mod.get_function(name)((grid,), (block,), args)
+            fn((grid,), (block,), args, shared_mem=smem)
 
     fill = (sink.data_ptr(), cp.int64(moved // 16))
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
@@ -285,26 +438,40 @@ def _case(mod: Any, ext: Any, dt: torch.dtype, n: int, g: torch.Generator,
     row["torch"] = time_us(lambda: torch.cummax(x, 0))
     row["bc"] = time_us(lambda: bc.cummax(x, axis=0, tie_break="last"))
     args = (x.data_ptr(), y.data_ptr(), ix.data_ptr(), cp.int64(lines), cp.int32(n))
-    kernels = [("line", f"line<{t}>", (lines + 511) // 512, 512)]
+    kernels: list[tuple[str, str, int, int, tuple[Any, ...], int]] = []
+    for elems in _TILE_ELEMS:
+        tc = max(16, elems // n // 16 * 16)
+        v = 16 // x.element_size()
+        smem = n * (tc + v) * x.element_size() * 2 + n * (tc + 4) * 4
+        kernels.append((f"tile E={elems}", f"tile<{t}>", (lines + tc - 1) // tc, 256,
+                        (*args, cp.int32(tc)), smem))  # fmt: skip
+    for k, nb in _LINEK:
+        grid = (lines + 256 * k - 1) // (256 * k)
+        kernels.append((f"linek K={k} NB={nb}", f"linek<{t},{k},{nb}>", grid, 256, args, 0))
     if odd:
-        kernels.append(("line pairs", f"line_pairs<{t}>", (lines + 255) // 256, 256))
-        for nv in (1, 4):
+        kernels.append(("line", f"line<{t}>", (lines + 511) // 512, 512, args, 0))
+        if n <= 4:  # line_pairs and odd_pairs hold 4 positions
+            kernels.append(("line pairs", f"line_pairs<{t}>", (lines + 255) // 256, 256, args, 0))
+        for nv in (1, 4) if n <= 4 and dt != torch.float64 else ():
             grid = ((lines + 1) // 2 + 256 * nv - 1) // (256 * nv)
-            kernels.append((f"odd pairs NV={nv}", f"odd_pairs<{t},{nv}>", grid, 256))
-    for name, w, nv, st in [] if odd else _VARIANTS:
-        w = w or 16 // x.element_size()
-        grid = (lines // w + 256 * nv - 1) // (256 * nv)
-        kernels.append((name, f"words<{t},{w},{nv},{st}>", grid, 256))
-    for name, fn, grid, block in kernels:
+            kernels.append((f"odd pairs NV={nv}", f"odd_pairs<{t},{nv}>", grid, 256, args, 0))
+    else:
+        kernels.append(("line", f"line<{t}>", (lines + 511) // 512, 512, args, 0))
+        for name, w, nv, st in _VARIANTS if dt != torch.float64 else ():
+            w = w or 16 // x.element_size()
+            grid = (lines // w + 256 * nv - 1) // (256 * nv)
+            kernels.append((name, f"words<{t},{w},{nv},{st}>", grid, 256, args, 0))
+    for name, fn, grid, block, kargs, smem in kernels:
         y.fill_(float("nan"))
         ix.fill_(-7)
-        launch(fn, grid, block, args)
+        launch(fn, grid, block, kargs, smem)
         torch.cuda.synchronize()
         if not (torch.equal(y, ref_v) and torch.equal(ix, ref_i)):
             print(f"{fn} differs from torch.cummax on {label} {n}x{lines}: not timed", flush=True)
             row[name] = "differs"
             continue
-        row[name] = time_us(lambda fn=fn, grid=grid, block=block: launch(fn, grid, block, args))
+        row[name] = time_us(lambda fn=fn, grid=grid, block=block, kargs=kargs, smem=smem:
+                            launch(fn, grid, block, kargs, smem))
     return row
 
 
@@ -312,13 +479,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", nargs="?", help="write the results here")
     ap.add_argument("--odd", action="store_true", help="lines that are not whole vectors")
+    ap.add_argument("--positions", type=int, nargs="+", default=[2, 3, 4],
+                    help="the axis lengths n (default 2 3 4)")  # fmt: skip
     a = ap.parse_args()
     mod = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=_names())
     ext = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     g = torch.Generator(device="cuda").manual_seed(0)
     rows: list[dict[str, Any]] = []
     for dt in _TYPES:
-        for n in (2, 3, 4):
+        for n in a.positions:
             row = _case(mod, ext, dt, n, g, a.odd)
             rows.append(row)
             times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
