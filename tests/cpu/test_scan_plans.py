@@ -972,7 +972,8 @@ _LAYOUTS = ("rows1", "rows8", "cols", "states1", "states8", "lbrows", "lbcols")
 _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
           "strip", "strip512", "strip_narrow", "strip6", "ring", "short", "short1",
-          "shortx2", "shortx4", "short1x4", "short1x8", "short1x8b3")  # fmt: skip
+          "shortx2", "shortx4", "short1x4", "short1x8", "short1x8b3", "short1l",
+          "short1lw")  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in (*_LAYOUTS, "short", "short1")}
     | {f"scan_{op}_{k}" for k, ops in SHORT_MANY_ENTRY_OPS.items() for op in ops}
@@ -2209,10 +2210,10 @@ _SHORT_MANY_DEFAULTS = {
 }
 _SHORT1_MANY_DEFAULTS = {
     **{op: ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")) for op in ("sum", "prod")},
-    "max": ((4, "short1x4"),),
+    "max": ((4, "short1l"), (1 << 30, "short1lw")),
 }
 _SHORT_NV = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4, "short1x8": 8,
-             "short1x8b3": 8}  # fmt: skip
+             "short1x8b3": 8, "short1l": 1, "short1lw": 1}  # fmt: skip
 
 
 def _expected_short(op: str, n: int, vector: bool, one_dim: bool,

@@ -2167,6 +2167,8 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
         ("lines not whole vectors, 2 positions", make((2, 7 * lanes + 3), 77), 0, "lines"),
         ("lines not whole vectors, 3 positions", make((3, 300 * lanes + 5), 80), 0, "lines"),
         ("lines not whole vectors, 4 positions", make((4, 41 * lanes + 7), 81), 0, "lines"),
+        ("lines not whole vectors, 8 positions", make((8, 5 * lanes + 3), 83), 0, "lines"),
+        (f"lines not whole vectors, {m} positions", make((m, 2 * lanes + 1), 84), 0, "lines"),
         ("misaligned view", padded[:, 1 : 1 + 4 * lanes], 0, "x"),
         ("every other line", padded[:, ::2], 0, "lines"),  # (dy: lines not whole vectors)
         ("one position", make((1, 5 * lanes), 76), 0, ""),

@@ -107,6 +107,7 @@ __all__ = [
     "strip_smem",
     "SHORT",
     "SHORT_MAX",
+    "SHORT_GRID_PER_SM",
     "SHORT_KINDS",
     "SHORT_MANY",
     "SHORT1_MANY",
@@ -622,11 +623,16 @@ SHORT_MANY: dict[str, tuple[tuple[int, str], ...]] = {
 # (37.1 against 40.1 over 8, 36.6 against 83.4 over 64; round 51, short1x8 over 8: 36.9 against
 # 34.1); cummax over (3, 5592405) 75.8 against 113.3 (torch 68.1). Round 51 (docs/benchmarks.md):
 # two positions a batch over 2 and 4 positions (bf16 36.8 and 36.7 us against 45.6 with one),
-# three over 3 (38.2 against 39.9 with two, 45.2 with one). Read at each launch.
+# three over 3 (38.2 against 39.9 with two, 45.2 with one). cummax/cummin (round 55): a line a
+# thread with two positions' loads a batch and every line in the grid (scan.cu, scan_max_lines),
+# at 32 registers over up to 4 positions (short1l) and 40 over more (short1lw): bf16 over
+# (2, 8388607) 59.5 against short1x4's 73.0 (torch 69.3), f32 75.7 against 83.0 (80.2), f64
+# 108.0 against 119.5 (109.1); over 16 positions bf16 68.7 against short1's 75.4. Read at each
+# launch.
 SHORT1_MANY: dict[str, tuple[tuple[int, str], ...]] = {
     "sum": ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")),
     "prod": ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")),
-    "max": ((4, "short1x4"),),
+    "max": ((4, "short1l"), (1 << 30, "short1lw")),
 }  # fmt: skip
 SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
     "shortx2": ("sum", "prod", "lse", "maxflag", "seg_bwd", "max"),
@@ -634,10 +640,16 @@ SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
     "short1x8": ("sum", "prod"),
     "short1x8b3": ("sum", "prod"),
     "short1x4": ("max",),
+    "short1l": ("max",),
+    "short1lw": ("max",),
 }  # fmt: skip
 # the words a thread of each kind (scan.cu: NV)
 _SHORT_WORDS = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4,
-                "short1x8": 8, "short1x8b3": 8}  # fmt: skip
+                "short1x8": 8, "short1x8b3": 8, "short1l": 1, "short1lw": 1}  # fmt: skip
+# the short kinds' grid cap, blocks an SM (a thread then takes several of its words in turn);
+# short1l's grid covers every line once (scan.cu, scan_max_lines)
+SHORT_GRID_PER_SM = 64
+_SHORT_UNCAPPED = ("short1l", "short1lw")
 
 
 def short_kind(op: str, n: int, vector: bool = True, one_dim: bool = True) -> str:
@@ -1514,7 +1526,7 @@ _SWITCHES = (
     "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
-    "SHORT_MAX",
+    "SHORT_MAX", "SHORT_GRID_PER_SM",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1691,7 +1703,8 @@ def launch_scan(
         params.chunk_len, params.nchunks = n, 1
         params.vec = int(not kind.startswith("short1")
                          and _vector_aux(shape, axis, operands, itemsize))  # fmt: skip
-        grid = max(1, min(_cdiv(rows, BLOCK * per_thread), sm_count * 64))
+        cap = 2**31 - 1 if kind in _SHORT_UNCAPPED else sm_count * SHORT_GRID_PER_SM
+        grid = max(1, min(_cdiv(rows, BLOCK * per_thread), cap))
         _enqueue(rec, module.function(kernel), (grid, 1, 1), BLOCK, 0, stream, params, kernel)
         return f"{kind}x{grid}"
     if layout == "cols" and op in STRIP_STAGED:  # before the other layouts' tests

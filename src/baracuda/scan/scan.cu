@@ -3430,6 +3430,82 @@ __device__ void scan_short(const Params& P) {
   }
 }
 
+// cummax/cummin over a short strided axis whose lines are not whole vectors, the outer dims
+// coalesced to one (the host's SHORT1_MANY: short1l, short1lw): torch's layout, a line a thread
+// and an element a load and a store, but with NB positions' loads issued before their scan and
+// few registers, so that an SM holds 1536-2048 threads, each with NB loads in flight. The grid
+// covers every line once (the host lifts the short kinds' cap of 64 blocks an SM for it; a
+// smaller grid walks the lines in turn). The direction and the key's rule (mode & 3: minimum,
+// ties to the latest) are compile-time (scan_max_lines_any): the loop walks each operand's
+// pointer along the axis in scan order with no arithmetic of its own. Keys as MaxOp (max_key,
+// key_wins): the first element wins against the empty state, since -inf loses to every key
+// but -inf itself, which keeps the first position's index. On an H200 over (2, 8388607) along
+// dim 0, bf16 58.4 us against short1x4's 72.9 and torch's 67.7 (docs/benchmarks.md, round 55;
+// four positions a batch were slower over 8 to 64 positions: bf16 over 16, 72.8 against 67.4).
+template <typename T, typename A, bool REV, int MODE>
+__device__ __forceinline__ void max_line_step(const T v, A& m, int& mi, int& p, T*& py, i64*& pi,
+                                              i64 sy, i64 si, bool has_y, bool has_i) {
+  const A k = max_key(MODE, to_acc(v));
+  if (key_wins(MODE, k, m)) {
+    m = k;
+    mi = p;
+  }
+  p += REV ? -1 : 1;
+  if (has_y) *py = from_acc<T>(max_key(MODE, m));
+  if (has_i) *pi = mi;
+  py += REV ? -sy : sy;
+  pi += REV ? -si : si;
+}
+
+template <typename T, typename A, int NB, bool REV, int MODE>
+__device__ void scan_max_lines(const Params& P) {
+  const int n = (int)P.n;  // <= SHORT_MAX
+  const int first = REV ? n - 1 : 0;
+  const i64 sx = P.op[IN0].axis_stride, sy = P.op[OUT].axis_stride, si = P.op[AUX].axis_stride;
+  T* const y = static_cast<T*>(P.op[OUT].ptr);
+  i64* const ix = static_cast<i64*>(P.op[AUX].ptr);
+  const bool has_y = y != nullptr, has_i = ix != nullptr;
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 line = (i64)blockIdx.x * blockDim.x + threadIdx.x; line < P.rows; line += step) {
+    const T* px = in_ptr<T>(P, IN0) + (line * P.op[IN0].outer.v[0] + first * sx);
+    T* py = y + (line * P.op[OUT].outer.v[0] + first * sy);
+    i64* pi = ix + (line * P.op[AUX].outer.v[0] + first * si);
+    A m = -inf<A>();
+    int mi = first, p = first;
+    int q = 0;
+#pragma unroll 1
+    for (; q + NB <= n; q += NB) {  // whole batches: NB loads in flight
+      T raw[NB];
+#pragma unroll
+      for (int u = 0; u < NB; ++u) raw[u] = px[(REV ? -u : u) * sx];
+      px += REV ? -NB * sx : NB * sx;
+#pragma unroll
+      for (int u = 0; u < NB; ++u)
+        max_line_step<T, A, REV, MODE>(raw[u], m, mi, p, py, pi, sy, si, has_y, has_i);
+    }
+#pragma unroll 1
+    for (; q < n; ++q) {
+      max_line_step<T, A, REV, MODE>(*px, m, mi, p, py, pi, sy, si, has_y, has_i);
+      px += REV ? -sx : sx;
+    }
+  }
+}
+
+// the entry's (reverse, mode & 3) at compile time: the min/max key and the tie rule in the loop
+template <typename T, typename A, int NB>
+__device__ void scan_max_lines_any(const Params& P) {
+  switch ((P.mode & 3) | (P.reverse ? 4 : 0)) {
+    case 0: scan_max_lines<T, A, NB, false, 0>(P); break;
+    case 1: scan_max_lines<T, A, NB, false, 1>(P); break;
+    case 2: scan_max_lines<T, A, NB, false, 2>(P); break;
+    case 3: scan_max_lines<T, A, NB, false, 3>(P); break;
+    case 4: scan_max_lines<T, A, NB, true, 0>(P); break;
+    case 5: scan_max_lines<T, A, NB, true, 1>(P); break;
+    case 6: scan_max_lines<T, A, NB, true, 2>(P); break;
+    default: scan_max_lines<T, A, NB, true, 3>(P); break;
+  }
+}
+
 // In place: carry[row * nchunks + c] = combine of the totals of chunks 0..c-1 of the row.
 template <typename T, typename A, class Op, int GW>
 __device__ void scan_states(const Params& P) {
@@ -5870,6 +5946,16 @@ BC_SCAN_STRIP512_ENTRY(max, MaxStripOp)
 BC_SCAN_SHORT_ENTRY(max, MaxOp, shortx2, 2, 2 * sizeof(BC_T), 16)
 BC_SCAN_SHORT_ENTRY(max, MaxOp, shortx4, 4, 2 * sizeof(BC_T), 16)
 BC_SCAN_SHORT_ENTRY(max, MaxOp, short1x4, 4, sizeof(BC_T), 16)
+// a line a thread, two positions' loads a batch (scan_max_lines; the host's SHORT1_MANY): at
+// 32 registers (8 blocks an SM) over up to 4 positions, at 40 (6) over more. On an H200
+// (docs/benchmarks.md, round 55) over 2 positions bf16 59.5 against 64.8 us, f32 75.7 against
+// 78.4; over 8 positions 67.0 against 66.3 and 95.1 against 90.7.
+BC_LB_KERNEL(scan_max_short1l, 8)(bc::scan::Params p) {
+  bc::scan::scan_max_lines_any<BC_T, BC_ACC, 2>(p);
+}
+BC_LB_KERNEL(scan_max_short1lw, 6)(bc::scan::Params p) {
+  bc::scan::scan_max_lines_any<BC_T, BC_ACC, 2>(p);
+}
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
