@@ -7,13 +7,15 @@ method (``time_us``: L2 flushed, median) through the functional call, with a ``c
 input's bytes and torch's own call (autograd for the backward) in the same process
 (``--peers``). ``--off`` times the kernels taken before (SHORT off). ``--odd`` times instead
 lines that are not whole 16-byte vectors (round 51: an odd number of them, over 2, 3, 4 and
-8 positions) in cumsum, cumprod, the cumsum backward and (since round 53) cummax, bf16, f32
-and f64. ``--ops`` times only the ops named. Prints a line a case (the kernels and their
-grids), writes JSON:
+8 positions) in cumsum, cumprod, the cumsum backward and (since round 53) cummax (since round
+55 also over 16 and 64), bf16, f32 and f64; ``--before`` times cummax there on the kernels
+taken before round 55 (short1x4, short1). ``--ops`` times only the ops named. Prints a line a
+case (the kernels and their grids), writes JSON:
 
     python benchmarks/short_axes.py short short.json --peers
     python benchmarks/short_axes.py off off.json --off
     python benchmarks/short_axes.py odd odd.json --odd --peers          (on a GPU)
+    python benchmarks/short_axes.py before before.json --odd --ops cummax --before
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ CASES: list[tuple[str, torch.dtype, int]] = [
 # (cummax: short1x4, short1)
 ODD_CASES: list[tuple[str, torch.dtype, int]] = [
     (op, dt, n) for op in ("cumsum", "cumprod", "cumsum_backward", "cummax")
-    for dt in (BF16, F32, F64) for n in (2, 3, 4, 8)
+    for dt in (BF16, F32, F64) for n in ((2, 3, 4, 8, 16, 64) if op == "cummax" else (2, 3, 4, 8))
 ]  # fmt: skip
+# --before: cummax/cummin over lines that are not whole vectors on the kinds taken before round
+# 55 (short1x4 over 2 to 4 positions, short1 over more) instead of short1l
+_MAX_BEFORE: tuple[tuple[int, str], ...] = ((4, "short1x4"),)
 _OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "cumsum": (bc.cumsum, torch.cumsum),
     "cumprod": (bc.cumprod, torch.cumprod),
@@ -62,9 +67,16 @@ def main() -> None:
     ap.add_argument("--off", action="store_true", help="SHORT off: the kernels before")
     ap.add_argument("--odd", action="store_true", help="lines that are not whole vectors")
     ap.add_argument("--ops", nargs="+", help="only these ops (cumsum, cummax_backward, ...)")
+    ap.add_argument(
+        "--before",
+        action="store_true",
+        help="cummax over lines not whole vectors: the kinds before short1l",
+    )
     args = ap.parse_args()
     if args.off:
         K.__dict__["SHORT"] = False
+    if args.before:  # a new dict: switch_values tells the tables apart by identity
+        K.__dict__["SHORT1_MANY"] = {**K.SHORT1_MANY, "max": _MAX_BEFORE}
     names = launched()
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
