@@ -625,10 +625,11 @@ SHORT_MANY: dict[str, tuple[tuple[int, str], ...]] = {
 # two positions a batch over 2 and 4 positions (bf16 36.8 and 36.7 us against 45.6 with one),
 # three over 3 (38.2 against 39.9 with two, 45.2 with one). cummax/cummin (round 55): a line a
 # thread with two positions' loads a batch and every line in the grid (scan.cu, scan_max_lines),
-# at 32 registers over up to 4 positions (short1l) and 40 over more (short1lw): bf16 over
-# (2, 8388607) 59.5 against short1x4's 73.0 (torch 69.3), f32 75.7 against 83.0 (80.2), f64
-# 108.0 against 119.5 (109.1); over 16 positions bf16 68.7 against short1's 75.4. Read at each
-# launch.
+# at 32 registers over up to 4 positions (short1l) and 40 over more (short1lw), in one run on
+# an H200: bf16 over (2, 8388607) 59.6 against short1x4's 72.9 (torch 69.3), f32 75.7 against
+# 83.0 (80.2), f64 108.8 against 119.4 (109.1); over 16 positions bf16 68.7 against short1's
+# 75.2 (69.8). Over 64 positions torch was faster in bf16 and f64 (and short1 in f64: 139.7
+# against 145.3). Read at each launch.
 SHORT1_MANY: dict[str, tuple[tuple[int, str], ...]] = {
     "sum": ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")),
     "prod": ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")),

@@ -3440,8 +3440,9 @@ __device__ void scan_short(const Params& P) {
 // pointer along the axis in scan order with no arithmetic of its own. Keys as MaxOp (max_key,
 // key_wins): the first element wins against the empty state, since -inf loses to every key
 // but -inf itself, which keeps the first position's index. On an H200 over (2, 8388607) along
-// dim 0, bf16 58.4 us against short1x4's 72.9 and torch's 67.7 (docs/benchmarks.md, round 55;
-// four positions a batch were slower over 8 to 64 positions: bf16 over 16, 72.8 against 67.4).
+// dim 0, bf16 59.6 us against short1x4's 72.9 and torch's 69.3 in one run (docs/benchmarks.md,
+// round 55; four positions a batch were slower over 8 and 16 positions: bf16 over 16, 72.8
+// against 67.4).
 template <typename T, typename A, bool REV, int MODE>
 __device__ __forceinline__ void max_line_step(const T v, A& m, int& mi, int& p, T*& py, i64*& pi,
                                               i64 sy, i64 si, bool has_y, bool has_i) {
