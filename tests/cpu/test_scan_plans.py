@@ -2194,6 +2194,9 @@ _SHORT_CASES = [
     ((8, 4095), 0, 4, None, 0, "short1", 1),  # lines not whole vectors: a line a thread
     ((3, 4095), 0, 4, None, 0, "short1x8b3", 8),  # ... eight over 4 positions or fewer
     ((4, 4095), 0, 2, None, 0, "short1x8", 8),  # (three positions a batch over 3, else two)
+    # more lines than the short kinds' grid cap (132 SMs x 64 blocks x 256 threads) takes: the
+    # others walk them in turn, cummax/cummin's short1l takes every line in the grid
+    ((2, 2**23 - 1), 0, 2, None, 0, "short1x8", 8),
     ((8, 4096), 0, 4, None, 4, "short1", 1),  # a misaligned pointer
     ((8, 2048), 0, 4, (8192, 2), 0, "short1", 1),  # every other line
     ((2, 2048), 0, 2, (8192, 2), 0, "short1x8", 8),
@@ -2273,7 +2276,11 @@ def test_short_axis_launch(op: str, shape: tuple[int, ...], axis: int, itemsize:
     if not kind:
         assert not variant.startswith("short"), variant
         return
-    grid = max(1, min(-(-lines // (K.BLOCK * per)), 132 * 64))
+    # the short kinds' cap of 64 blocks an SM, but for a line a thread of cummax/cummin
+    cap = 2**31 - 1 if kind in ("short1l", "short1lw") else 132 * 64
+    grid = max(1, min(-(-lines // (K.BLOCK * per)), cap))
+    if (op, shape) == ("max", (2, 2**23 - 1)):
+        assert grid == 32768 > 132 * 64, grid
     assert variant == f"{kind}x{grid}"
     assert seen == [(f"scan_{op}_{kind}", (grid, 1, 1), 0, int(vector))]
     if op in ("max", "maxflag", "seg_bwd") and vector:
