@@ -5837,6 +5837,12 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_SHORT1_MANY_ENTRY(name, OP)                   \
   BC_SCAN_SHORT_ENTRY(name, OP, short1x8, 8, sizeof(BC_T), 16) \
   BC_SCAN_SHORT_ENTRY(name, OP, short1x8b3, 8, sizeof(BC_T), 24)
+// cummax/cummin's lines that are not whole vectors, a line a thread (scan_max_lines), MINB
+// blocks an SM
+#define BC_SCAN_MAX_LINES_ENTRY(kind, MINB)                 \
+  BC_LB_KERNEL(scan_max_##kind, MINB)(bc::scan::Params p) { \
+    bc::scan::scan_max_lines_any<BC_T, BC_ACC, 2>(p);       \
+  }
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
@@ -5951,12 +5957,8 @@ BC_SCAN_SHORT_ENTRY(max, MaxOp, short1x4, 4, sizeof(BC_T), 16)
 // 32 registers (8 blocks an SM) over up to 4 positions, at 40 (6) over more. On an H200
 // (docs/benchmarks.md, round 55) over 2 positions bf16 59.5 against 64.8 us, f32 75.7 against
 // 78.4; over 8 positions 67.0 against 66.3 and 95.1 against 90.7.
-BC_LB_KERNEL(scan_max_short1l, 8)(bc::scan::Params p) {
-  bc::scan::scan_max_lines_any<BC_T, BC_ACC, 2>(p);
-}
-BC_LB_KERNEL(scan_max_short1lw, 6)(bc::scan::Params p) {
-  bc::scan::scan_max_lines_any<BC_T, BC_ACC, 2>(p);
-}
+BC_SCAN_MAX_LINES_ENTRY(short1l, 8)
+BC_SCAN_MAX_LINES_ENTRY(short1lw, 6)
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
