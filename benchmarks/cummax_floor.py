@@ -258,9 +258,6 @@ __global__ void __launch_bounds__(256) odd_pairs(const T* x, T* y, i64* ix, i64 
 // at a time only at the part's two ends, whatever the row's alignment; the scan walks the
 // staged rows a line a thread. Shared memory: x and y rows of TC + V elements, int index rows
 // of TC + 4; each row's part starts at its own offset (its address modulo 16 bytes).
-template <typename K> __device__ __forceinline__ bool winsk(K f, K m) {
-  return f != f || (m == m && f >= m);
-}
 __device__ __forceinline__ void cpa16(void* s, const void* g) {
   const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
@@ -305,7 +302,7 @@ __global__ void __launch_bounds__(256) tile(const T* x, T* y, i64* ix, i64 L, in
       const int hy = (int)(((uy + off * sizeof(T)) & 15) / sizeof(T));
       const int hi = (int)(((ui + off * 8) & 15) / 8);
       const K f = (K)xs[p * rowx + hx + j];
-      if (winsk(f, m)) { m = f; mi = p; }
+      if (wins(f, m)) { m = f; mi = p; }
       ys[p * rowx + hy + j] = (T)m;
       is[p * rowi + hi + j] = mi;
     }
