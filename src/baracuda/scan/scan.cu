@@ -3458,7 +3458,7 @@ __device__ __forceinline__ void max_line_step(const T v, A& m, int& mi, int& p, 
   pi += REV ? -si : si;
 }
 
-template <typename T, typename A, int NB, bool REV, int MODE>
+template <typename T, typename A, int NB, int MODE, bool REV>
 __device__ void scan_max_lines(const Params& P) {
   const int n = (int)P.n;  // <= SHORT_MAX
   const int first = REV ? n - 1 : 0;
@@ -3492,18 +3492,14 @@ __device__ void scan_max_lines(const Params& P) {
   }
 }
 
-// the entry's (reverse, mode & 3) at compile time: the min/max key and the tie rule in the loop
+// the entry's (mode & 3, reverse) at compile time: the min/max key and the tie rule in the loop
 template <typename T, typename A, int NB>
 __device__ void scan_max_lines_any(const Params& P) {
-  switch ((P.mode & 3) | (P.reverse ? 4 : 0)) {
-    case 0: scan_max_lines<T, A, NB, false, 0>(P); break;
-    case 1: scan_max_lines<T, A, NB, false, 1>(P); break;
-    case 2: scan_max_lines<T, A, NB, false, 2>(P); break;
-    case 3: scan_max_lines<T, A, NB, false, 3>(P); break;
-    case 4: scan_max_lines<T, A, NB, true, 0>(P); break;
-    case 5: scan_max_lines<T, A, NB, true, 1>(P); break;
-    case 6: scan_max_lines<T, A, NB, true, 2>(P); break;
-    default: scan_max_lines<T, A, NB, true, 3>(P); break;
+  switch (P.mode & 3) {
+    case 0: BC_SCAN_BY_DIRECTION(scan_max_lines, T, A, NB, 0); break;
+    case 1: BC_SCAN_BY_DIRECTION(scan_max_lines, T, A, NB, 1); break;
+    case 2: BC_SCAN_BY_DIRECTION(scan_max_lines, T, A, NB, 2); break;
+    default: BC_SCAN_BY_DIRECTION(scan_max_lines, T, A, NB, 3); break;
   }
 }
 
