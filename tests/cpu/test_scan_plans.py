@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 from typing import Any
 
@@ -2197,6 +2198,15 @@ _SHORT_CASES = [
     # more lines than the short kinds' grid cap (132 SMs x 64 blocks x 256 threads) takes: the
     # others walk them in turn, cummax/cummin's short1l takes every line in the grid
     ((2, 2**23 - 1), 0, 2, None, 0, "short1x8", 8),
+    # cummax/cummin's lines: every line on the SMs at once (at most 2048 an SM) takes short1l,
+    # over more than 32 positions of more than 1536 an SM short1l1; more lines short1lw over
+    # more than 4 positions
+    ((8, 132 * 2048 - 1), 0, 4, None, 0, "short1", 1),
+    ((8, 132 * 2048 + 1), 0, 4, None, 0, "short1", 1),
+    ((2, 132 * 2048 + 1), 0, 4, None, 0, "short1x8", 8),
+    ((33, 132 * 2048 - 1), 0, 2, None, 0, "short1", 1),
+    ((33, 132 * 1536 - 1), 0, 2, None, 0, "short1", 1),
+    ((32, 132 * 2048 - 1), 0, 2, None, 0, "short1", 1),
     ((8, 4096), 0, 4, None, 4, "short1", 1),  # a misaligned pointer
     ((8, 2048), 0, 4, (8192, 2), 0, "short1", 1),  # every other line
     ((2, 2048), 0, 2, (8192, 2), 0, "short1x8", 8),
@@ -2215,18 +2225,25 @@ _SHORT1_MANY_DEFAULTS = {
     **{op: ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")) for op in ("sum", "prod")},
     "max": ((4, "short1l"), (1 << 30, "short1lw")),
 }
+# ... before them (at most n positions, at most lines an SM, kind) (_kernels.SHORT1_RESIDENT)
+_SHORT1_RESIDENT_DEFAULTS = {
+    "max": ((32, 2048, "short1l"), (1 << 30, 1536, "short1l"), (1 << 30, 2048, "short1l1")),
+}
 _SHORT_NV = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4, "short1x8": 8,
-             "short1x8b3": 8, "short1l": 1, "short1lw": 1}  # fmt: skip
+             "short1x8b3": 8, "short1l": 1, "short1lw": 1, "short1l1": 1}  # fmt: skip
 
 
-def _expected_short(op: str, n: int, vector: bool, one_dim: bool,
-                    itemsize: int) -> tuple[str, int]:  # fmt: skip
+def _expected_short(op: str, n: int, vector: bool, one_dim: bool, itemsize: int,
+                    lines_per_sm: float) -> tuple[str, int]:  # fmt: skip
     """The entry and lines a thread of ``op`` by the defaults: a 16-byte vector's word (cummax:
-    two lines) or a line, NV of them where the outer dims coalesce to one."""
+    two lines) or a line, NV of them where the outer dims coalesce to one, cummax/cummin's
+    lines a thread where they all fit on the SMs at once."""
     kind = "short" if vector else "short1"
     if one_dim:
         table = _SHORT_MANY_DEFAULTS if vector else _SHORT1_MANY_DEFAULTS
-        kind = next((k for most, k in table.get(op, ()) if n <= most), kind)
+        resident = () if vector else _SHORT1_RESIDENT_DEFAULTS.get(op, ())
+        kind = next((k for most, per_sm, k in resident if n <= most and lines_per_sm <= per_sm),
+                    next((k for most, k in table.get(op, ()) if n <= most), kind))  # fmt: skip
     word = (2 if op == "max" else 16 // itemsize) if vector else 1
     return kind, _SHORT_NV[kind] * word
 
@@ -2269,15 +2286,16 @@ def test_short_axis_launch(op: str, shape: tuple[int, ...], axis: int, itemsize:
     vector = not kind.startswith("short1")
     one_dim = len(shape) == 2 or axis == 0  # the outer dims coalesce to one
     if kind:
-        assert _expected_short("sum", n, vector, one_dim, itemsize) == (kind, per)
-        kind, per = _expected_short(op, n, vector, one_dim, itemsize)
-        assert K.short_kind(op, n, vector, one_dim) == kind
+        per_sm = lines / 132
+        assert _expected_short("sum", n, vector, one_dim, itemsize, per_sm) == (kind, per)
+        kind, per = _expected_short(op, n, vector, one_dim, itemsize, per_sm)
+        assert K.short_kind(op, n, vector, one_dim, per_sm) == kind
     variant = launch()
     if not kind:
         assert not variant.startswith("short"), variant
         return
     # the short kinds' cap of 64 blocks an SM, but for a line a thread of cummax/cummin
-    cap = 2**31 - 1 if kind in ("short1l", "short1lw") else 132 * 64
+    cap = 2**31 - 1 if kind in ("short1l", "short1lw", "short1l1") else 132 * 64
     grid = max(1, min(-(-lines // (K.BLOCK * per)), cap))
     if (op, shape) == ("max", (2, 2**23 - 1)):
         assert grid == 32768 > 132 * 64, grid
@@ -2337,7 +2355,8 @@ def test_max_backward_over_short_axes_is_two_passes(itemsize: int,
 
 def test_short_entries_exist() -> None:
     """Every entry short_kind names is in its op's program, for every op, axis length and
-    layout, whatever SHORT_MANY and SHORT1_MANY list (SHORT_MANY_ENTRY_OPS bounds them)."""
+    layout, whatever SHORT_MANY, SHORT1_MANY and SHORT1_RESIDENT list (SHORT_MANY_ENTRY_OPS
+    bounds them)."""
     from baracuda.scan import _kernels as K
 
     groups = {op: g for g, ops in SCAN_GROUPS.items() for op in ops}
@@ -2346,17 +2365,19 @@ def test_short_entries_exist() -> None:
         for op in OPS:
             entries = SCAN_SOURCES[groups[op]].entries
             for n in range(2, K.SHORT_MAX + 1):
-                for vector in (False, True):
-                    for one_dim in (False, True):
-                        kind = K.short_kind(op, n, vector, one_dim)
-                        assert f"scan_{op}_{kind}" in entries, (op, n, vector, one_dim)
-                        assert kind in ("short", "short1") or one_dim, (op, n, kind)
+                for vector, one_dim, per_sm in itertools.product((False, True), (False, True),
+                                                                  (0, math.inf)):  # fmt: skip
+                    kind = K.short_kind(op, n, vector, one_dim, per_sm)
+                    assert f"scan_{op}_{kind}" in entries, (op, n, vector, one_dim, per_sm)
+                    assert kind in ("short", "short1") or one_dim, (op, n, kind)
 
     check()
-    old = (K.SHORT_MANY, K.SHORT1_MANY)
+    old = (K.SHORT_MANY, K.SHORT1_MANY, K.SHORT1_RESIDENT)
     every = tuple((m, k) for m in (2, 4, 64) for k in SHORT_MANY_ENTRY_OPS)
     try:
         K.SHORT_MANY = K.SHORT1_MANY = {op: every for op in OPS}
         check()
+        K.SHORT1_RESIDENT = {op: tuple((m, 2048, k) for m, k in every) for op in OPS}
+        check()
     finally:
-        K.SHORT_MANY, K.SHORT1_MANY = old
+        K.SHORT_MANY, K.SHORT1_MANY, K.SHORT1_RESIDENT = old

@@ -2136,12 +2136,18 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
     buffer, an element at a time), the backward again with AUX moved an element at a time,
     nothing written outside the output view, and against the same launch without it. One
     position and a longer axis take other kernels. ``limit``: SHORT_MAX set to it (203: many
-    batches, the last one partial)."""
+    batches, the last one partial, and cummax/cummin's lines one position a load);
+    cummax/cummin also over more lines than the SMs hold at once (SHORT1_RESIDENT)."""
+    from baracuda._cuda.device import device_info
     from baracuda.scan import _kernels as K
 
     if limit:
         monkeypatch.setattr(K, "SHORT_MAX", limit)
+        # cummax/cummin's lines one position a load over more than 4 positions (short1l1)
+        monkeypatch.setattr(K, "SHORT1_RESIDENT", {"max": ((4, 1 << 30, "short1l"),
+                                                           (1 << 30, 2048, "short1l1"))})
     seen = launched_kernels(monkeypatch)
+    sm = device_info(torch.cuda.current_device()).sm_count
     dt = torch_dtype(element)
     lanes = 16 // element.itemsize
     m = K.SHORT_MAX
@@ -2174,6 +2180,10 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
         ("one position", make((1, 5 * lanes), 76), 0, ""),
         (f"({m + 1}, 4 vectors)", make((m + 1, 4 * lanes), 75), 0, ""),
     ]
+    if kind in EXTREMA:  # more lines than SHORT1_RESIDENT's 2048 an SM: short1lw
+        wave = 2048 * sm
+        cases.append(("lines not whole vectors, past one wave", make((8, wave + 2 * lanes + 1), 85),
+                      0, "lines"))  # fmt: skip
     for what, x, axis, want in cases:
         shape = tuple(x.shape)
         n = shape[axis]
@@ -2186,8 +2196,8 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
             words a thread)."""
             return len(split_axis(shape, [dense, *strides], axis)[0]) == 1
 
-        def name(o: str, lines: bool, one: bool, n: int = n) -> str:
-            return f"scan_{o}_{K.short_kind(o, n, not lines, one)}"
+        def name(o: str, lines: bool, one: bool, n: int = n, shape: tuple[int, ...] = shape) -> str:
+            return f"scan_{o}_{K.short_kind(o, n, not lines, one, math.prod(shape) // n / sm)}"
 
         # check_op's launches: outputs, dy and y dense
         fwd = [name(o, want in ("x", "lines"), one_dim(x.stride())) for o in fwd_ops]

@@ -32,6 +32,7 @@ row (``launch_max_backward``), else in two launches.
 from __future__ import annotations
 
 import ctypes
+import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -111,6 +112,7 @@ __all__ = [
     "SHORT_KINDS",
     "SHORT_MANY",
     "SHORT1_MANY",
+    "SHORT1_RESIDENT",
     "SHORT_MANY_ENTRY_OPS",
     "short_kind",
     "RING_ROWS",
@@ -635,6 +637,22 @@ SHORT1_MANY: dict[str, tuple[tuple[int, str], ...]] = {
     "prod": ((2, "short1x8"), (3, "short1x8b3"), (4, "short1x8")),
     "max": ((4, "short1l"), (1 << 30, "short1lw")),
 }  # fmt: skip
+# Switch: before SHORT1_MANY, for the ops it names, kinds of lines that are not whole vectors by
+# positions and lines an SM: (at most n positions, at most lines over the SMs, kind), the first
+# that fits. cummax/cummin where every line fits on the SMs at once (at most 2048 an SM, 8 blocks
+# of BLOCK threads: short1l and short1l1's 32 registers; short1lw's 6 blocks an SM would leave a
+# second, partial wave of lines that each walk the whole axis): short1l, but over more than 32
+# positions of more than 1536 lines an SM one position a load (short1l1). In one run on an H200
+# over 64 positions of 236543 lines (1792 an SM) bf16 64.8 against short1lw's 75.3 us (torch
+# 65.1), f32 99.4 against 106.5 (100.4), f64 123.5 against 134.9 (125.5); of 270335 lines (2048 an
+# SM) bf16 74.5 against short1l's 79.6 (torch 74.2); over 32 positions of 236543 lines short1l
+# 32.0 against 36.5 (33.4). short1l1 was slower with fewer lines (bf16 over 64 positions of 1024
+# an SM 45.6 against 38.3), short1l with more (2304 an SM: 97.9 against short1lw's 86.2)
+# (docs/benchmarks.md, round 56). Read at each launch; replace the dict, never change it in place
+# (switch_values).
+SHORT1_RESIDENT: dict[str, tuple[tuple[int, int, str], ...]] = {
+    "max": ((32, 2048, "short1l"), (1 << 30, 1536, "short1l"), (1 << 30, 2048, "short1l1")),
+}  # fmt: skip
 SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
     "shortx2": ("sum", "prod", "lse", "maxflag", "seg_bwd", "max"),
     "shortx4": ("sum", "prod", "maxflag", "seg_bwd", "max"),
@@ -643,37 +661,50 @@ SHORT_MANY_ENTRY_OPS: dict[str, tuple[str, ...]] = {
     "short1x4": ("max",),
     "short1l": ("max",),
     "short1lw": ("max",),
+    "short1l1": ("max",),
 }  # fmt: skip
 # the words a thread of each kind (scan.cu: NV)
 _SHORT_WORDS = {"short": 1, "short1": 1, "shortx2": 2, "shortx4": 4, "short1x4": 4,
-                "short1x8": 8, "short1x8b3": 8, "short1l": 1, "short1lw": 1}  # fmt: skip
+                "short1x8": 8, "short1x8b3": 8, "short1l": 1, "short1lw": 1,
+                "short1l1": 1}  # fmt: skip
 # the short kinds' grid cap, blocks an SM (a thread then takes several of its words in turn);
-# short1l's grid covers every line once (scan.cu, scan_max_lines)
+# cummax/cummin's grid of a line a thread covers every line once (scan.cu, scan_max_lines)
 SHORT_GRID_PER_SM = 64
-_SHORT_UNCAPPED = ("short1l", "short1lw")
+_SHORT_UNCAPPED = ("short1l", "short1lw", "short1l1")
 
 
-def short_kind(op: str, n: int, vector: bool = True, one_dim: bool = True) -> str:
+def _has_short_entry(op: str, kind: str) -> bool:
+    return op in SHORT_MANY_ENTRY_OPS.get(kind, ())
+
+
+def short_kind(op: str, n: int, vector: bool = True, one_dim: bool = True,
+               lines_per_sm: float = math.inf) -> str:  # fmt: skip
     """The scan_short entry of ``op`` over ``n`` positions: where the outer dims coalesce to
-    one (``one_dim``), the first kind of SHORT_MANY (lines in 16-byte vectors) or SHORT1_MANY
-    (any other layout) for at most ``n`` positions whose entry exists; else a word a thread,
-    ``short`` (16-byte vectors) or ``short1`` (a line)."""
+    one (``one_dim``), the first kind of SHORT_MANY (lines in 16-byte vectors) or of
+    SHORT1_RESIDENT (any other layout, at most ``lines_per_sm``: the lines over the SMs) and
+    SHORT1_MANY for at most ``n`` positions whose entry exists; else a word a thread, ``short``
+    (16-byte vectors) or ``short1`` (a line)."""
     if one_dim:
+        if not vector:
+            for most, per_sm, kind in SHORT1_RESIDENT.get(op, ()):
+                if n <= most and lines_per_sm <= per_sm and _has_short_entry(op, kind):
+                    return kind
         for most, kind in (SHORT_MANY if vector else SHORT1_MANY).get(op, ()):
-            if n <= most and op in SHORT_MANY_ENTRY_OPS.get(kind, ()):
+            if n <= most and _has_short_entry(op, kind):
                 return kind
     return "short" if vector else "short1"
 
 
 def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence[Slot | None],
-                  itemsize: int, one_dim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+                  itemsize: int, one_dim: bool = True,
+                  sm_count: int = 0) -> tuple[str, int] | None:  # fmt: skip
     """The scan_short entry of a strided scan of ``op`` and the lines a thread takes, or None:
     ``SHORT`` on, an axis of 2 to ``SHORT_MAX`` positions (and fewer than 2^31, whatever
     ``SHORT_MAX`` is set to: cummax/cummin's states there hold int indices) and the op's strip
     operands (``_strip_operands``). Lines in 16-byte vectors (``_vector_lines``, the innermost
     outer dim a whole number of them) go a vector a thread (cummax/cummin: two lines, for their
     indices), any other layout a line (short1), or NV such words where ``one_dim`` (the outer
-    dims coalesce to one: ``short_kind``)."""
+    dims coalesce to one: ``short_kind``, with the lines over ``sm_count`` SMs where given)."""
     n = shape[axis]
     most = min(SHORT_MAX, 2**31 - 1)
     if not SHORT or not 1 < n <= most or op not in STRIP_STAGED or op == "max_bwd":
@@ -683,7 +714,8 @@ def _short_launch(op: str, shape: tuple[int, ...], axis: int, operands: Sequence
         return None
     lines = _vector_lines(op, shape, axis, operands, used, itemsize, staged=False)
     vector = lines is not None and lines[0][lines[1]] * itemsize % 16 == 0
-    kind = short_kind(op, n, vector, one_dim)
+    per_sm = numel(shape) // n / sm_count if sm_count else math.inf
+    kind = short_kind(op, n, vector, one_dim, per_sm)
     per_word = (2 if op == "max" else 16 // itemsize) if vector else 1
     return kind, _SHORT_WORDS[kind] * per_word
 
@@ -1544,6 +1576,7 @@ _FIXED = (
     "RING_BACKWARD_CHUNK", "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK",
     "RING_MAX_BACKWARD_STAGES", "COLS_STATES_OPS",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SHORT_MANY", "SHORT1_MANY",
+    "SHORT1_RESIDENT",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
 _GLOBALS = globals()
@@ -1551,10 +1584,10 @@ _GLOBALS = globals()
 
 def switch_values() -> tuple[object, ...]:
     """The switches' values now (a recipe recorded under other values is not replayed)."""
-    # the dicts (WARP_ROWS_PER_SM_OP, SHORT_MANY, SHORT1_MANY) by identity: replaced, never
-    # changed in place
+    # the dicts (WARP_ROWS_PER_SM_OP, SHORT_MANY, SHORT1_MANY, SHORT1_RESIDENT) by identity:
+    # replaced, never changed in place
     return (*_switch_get(_GLOBALS), id(WARP_ROWS_PER_SM_OP), id(SHORT_MANY), id(SHORT1_MANY),
-            _launch_module.DEPENDENT_LAUNCH)  # fmt: skip
+            id(SHORT1_RESIDENT), _launch_module.DEPENDENT_LAUNCH)  # fmt: skip
 
 
 def _capture(steps: tuple[Step, ...], ptrs: tuple[int, ...], states_ptr: int,
@@ -1696,7 +1729,7 @@ def launch_scan(
         _enqueue(rec, module.function(kernel), (_cdiv(warps, wpb), 1, 1), 32 * wpb, 0,
                  stream, params, kernel)  # fmt: skip
         return f"{'seg1:' if kernel.endswith('1') else 'seg'}{warps}x{per}"
-    short = (_short_launch(op, shape, axis, operands, itemsize, params.outer.rank == 1)
+    short = (_short_launch(op, shape, axis, operands, itemsize, params.outer.rank == 1, sm_count)
              if layout == "cols" else None)  # fmt: skip
     if short is not None:
         kind, per_thread = short

@@ -3431,15 +3431,15 @@ __device__ void scan_short(const Params& P) {
 }
 
 // cummax/cummin over a short strided axis whose lines are not whole vectors, the outer dims
-// coalesced to one (the host's SHORT1_MANY: short1l, short1lw): torch's layout, a line a thread
-// and an element a load and a store, but with NB positions' loads issued before their scan and
-// few registers, so that an SM holds 1536-2048 threads, each with NB loads in flight. The grid
-// covers every line once (the host lifts the short kinds' cap of 64 blocks an SM for it; a
-// smaller grid walks the lines in turn). The direction and the key's rule (mode & 3: minimum,
-// ties to the latest) are compile-time (scan_max_lines_any): the loop walks each operand's
-// pointer along the axis in scan order with no arithmetic of its own. Keys as MaxOp (max_key,
-// key_wins): the first element wins against the empty state, since -inf loses to every key
-// but -inf itself, which keeps the first position's index. On an H200 over (2, 8388607) along
+// coalesced to one (the host's SHORT1_MANY, SHORT1_RESIDENT: short1l, short1lw): torch's layout,
+// a line a thread and an element a load and a store, but with NB positions' loads issued before
+// their scan and few registers, so that an SM holds 1536-2048 threads, each with NB loads in
+// flight. The grid covers every line once (the host lifts the short kinds' cap of 64 blocks an SM
+// for it; a smaller grid walks the lines in turn). The direction and the key's rule (mode & 3:
+// minimum, ties to the latest) are compile-time (scan_max_lines_any): the loop walks each
+// operand's pointer along the axis in scan order with no arithmetic of its own. Keys as MaxOp
+// (max_key, key_wins): the first element wins against the empty state, since -inf loses to every
+// key but -inf itself, which keeps the first position's index. On an H200 over (2, 8388607) along
 // dim 0, bf16 59.6 us against short1x4's 72.9 and torch's 69.3 in one run (docs/benchmarks.md,
 // round 55; four positions a batch were slower over 8 and 16 positions: bf16 over 16, 72.8
 // against 67.4).
@@ -5833,11 +5833,11 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_SHORT1_MANY_ENTRY(name, OP)                   \
   BC_SCAN_SHORT_ENTRY(name, OP, short1x8, 8, sizeof(BC_T), 16) \
   BC_SCAN_SHORT_ENTRY(name, OP, short1x8b3, 8, sizeof(BC_T), 24)
-// cummax/cummin's lines that are not whole vectors, a line a thread (scan_max_lines), MINB
-// blocks an SM
-#define BC_SCAN_MAX_LINES_ENTRY(kind, MINB)                 \
+// cummax/cummin's lines that are not whole vectors, a line a thread (scan_max_lines), NB
+// positions' loads a batch, MINB blocks an SM
+#define BC_SCAN_MAX_LINES_ENTRY(kind, NB, MINB)             \
   BC_LB_KERNEL(scan_max_##kind, MINB)(bc::scan::Params p) { \
-    bc::scan::scan_max_lines_any<BC_T, BC_ACC, 2>(p);       \
+    bc::scan::scan_max_lines_any<BC_T, BC_ACC, NB>(p);      \
   }
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
@@ -5949,12 +5949,16 @@ BC_SCAN_STRIP512_ENTRY(max, MaxStripOp)
 BC_SCAN_SHORT_ENTRY(max, MaxOp, shortx2, 2, 2 * sizeof(BC_T), 16)
 BC_SCAN_SHORT_ENTRY(max, MaxOp, shortx4, 4, 2 * sizeof(BC_T), 16)
 BC_SCAN_SHORT_ENTRY(max, MaxOp, short1x4, 4, sizeof(BC_T), 16)
-// a line a thread, two positions' loads a batch (scan_max_lines; the host's SHORT1_MANY): at
-// 32 registers (8 blocks an SM) over up to 4 positions, at 40 (6) over more. On an H200
-// (docs/benchmarks.md, round 55) over 2 positions bf16 59.5 against 64.8 us, f32 75.7 against
-// 78.4; over 8 positions 67.0 against 66.3 and 95.1 against 90.7.
-BC_SCAN_MAX_LINES_ENTRY(short1l, 8)
-BC_SCAN_MAX_LINES_ENTRY(short1lw, 6)
+// a line a thread (scan_max_lines; the host's SHORT1_MANY and SHORT1_RESIDENT): two positions'
+// loads a batch at 32 registers (8 blocks an SM) over up to 4 positions or where every line fits
+// on the SMs at once, at 40 (6) over more; one position a load at 32 registers over more than 32
+// positions of 1537 to 2048 lines an SM. On an H200 (docs/benchmarks.md, round 55) over 2
+// positions bf16 59.5 against 64.8 us, f32 75.7 against 78.4; over 8 positions 67.0 against 66.3
+// and 95.1 against 90.7. Round 56: bf16 over 64 positions of 2048 lines an SM, one position a
+// load 74.5 against 79.6 (torch 74.2).
+BC_SCAN_MAX_LINES_ENTRY(short1l, 2, 8)
+BC_SCAN_MAX_LINES_ENTRY(short1lw, 2, 6)
+BC_SCAN_MAX_LINES_ENTRY(short1l1, 1, 8)
 #elif defined(BC_SCAN_GROUP_LSE)
 BC_SCAN_ENTRIES(lse, LseOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(lse, LseOp)
