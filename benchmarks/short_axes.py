@@ -9,13 +9,15 @@ input's bytes and torch's own call (autograd for the backward) in the same proce
 lines that are not whole 16-byte vectors (round 51: an odd number of them, over 2, 3, 4 and
 8 positions) in cumsum, cumprod, the cumsum backward and (since round 53) cummax (since round
 55 also over 16 and 64), bf16, f32 and f64; ``--before`` times cummax there on the kernels
-taken before round 55 (short1x4, short1). ``--ops`` times only the ops named. Prints a line a
+taken before round 55 (short1x4, short1), ``--round55`` on those of round 55 (short1l,
+short1lw: no SHORT1_RESIDENT). ``--ops`` times only the ops named. Prints a line a
 case (the kernels and their grids), writes JSON:
 
     python benchmarks/short_axes.py short short.json --peers
     python benchmarks/short_axes.py off off.json --off
     python benchmarks/short_axes.py odd odd.json --odd --peers          (on a GPU)
     python benchmarks/short_axes.py before before.json --odd --ops cummax --before
+    python benchmarks/short_axes.py r55 r55.json --odd --ops cummax --round55
 """
 
 from __future__ import annotations
@@ -72,11 +74,15 @@ def main() -> None:
         action="store_true",
         help="cummax over lines not whole vectors: the kinds before short1l",
     )
+    ap.add_argument("--round55", action="store_true",
+                    help="cummax over lines not whole vectors: round 55's kinds")  # fmt: skip
     args = ap.parse_args()
     if args.off:
         K.__dict__["SHORT"] = False
     if args.before:  # a new dict: switch_values tells the tables apart by identity
         K.__dict__["SHORT1_MANY"] = {**K.SHORT1_MANY, "max": _MAX_BEFORE}
+    if args.before or args.round55:
+        K.__dict__["SHORT1_RESIDENT"] = {}
     names = launched()
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
