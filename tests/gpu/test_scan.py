@@ -2184,6 +2184,7 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
         wave = 2048 * sm
         cases.append(("lines not whole vectors, past one wave", make((8, wave + 2 * lanes + 1), 85),
                       0, "lines"))  # fmt: skip
+    taken: set[str] = set()  # the kernels of every short launch checked
     for what, x, axis, want in cases:
         shape = tuple(x.shape)
         n = shape[axis]
@@ -2255,10 +2256,16 @@ def test_scan_short_axes(kind: ScanKind, element: ElementKind, limit: int,
             check_op(kind, element, x, axis, reverse, label)  # forward and backward
             if want:
                 assert seen == fwd + bwd, (label, seen, fwd + bwd)
+                taken.update(seen)
                 if kind in EXTREMA:  # the winner flags an element at a time
                     with monkeypatch.context() as mp:
                         mp.setattr(K, "_vector_aux", lambda *a: False)
                         check_op(kind, element, x, axis, reverse, f"{label}, AUX by element")
+    if kind in EXTREMA:  # each kind of a line a thread was checked above
+        lines = {"scan_max_short1l", "scan_max_short1lw"}
+        if limit:
+            lines.add("scan_max_short1l1")
+        assert lines <= taken, (lines, taken)
 
 
 @pytest.mark.parametrize(("element", "shape", "width"), [
