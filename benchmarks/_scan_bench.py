@@ -1,5 +1,6 @@
-"""Shared by the scan benchmark scripts (strided_scans.py, short_axes.py): the names of the
-scan kernels each call launches, and the inputs of each op."""
+"""Shared by the scan benchmark scripts (strided_scans.py, short_axes.py, cummax_floor.py,
+cummax_lines.py): the names of the scan kernels each call launches, the inputs of each op, and
+the stand-alone cummax kernels' CUDA prelude."""
 
 from __future__ import annotations
 
@@ -11,6 +12,20 @@ import torch
 
 from baracuda._bench import time_us
 from baracuda.scan import _kernels as K
+
+# CUDA source that the stand-alone cummax kernels share (cummax_floor.py, cummax_lines.py): the
+# key type a dtype compares in (float, or double for double) and bf16's widening to it
+CUMMAX_PRELUDE = r"""
+#include <cuda_bf16.h>
+typedef long long i64;
+template <typename T> struct Key { typedef float K; };
+template <> struct Key<double> { typedef double K; };
+template <typename T> __device__ __forceinline__ typename Key<T>::K tf(T v) {
+  return (typename Key<T>::K)v;
+}
+template <> __device__ __forceinline__ float tf<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}"""
 
 
 def launched(smem: bool = False) -> list[str]:

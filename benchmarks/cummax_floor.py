@@ -40,22 +40,12 @@ from typing import Any
 
 import cupy as cp
 import torch
-from _scan_bench import write_json
+from _scan_bench import CUMMAX_PRELUDE, write_json
 
 import baracuda as bc
 from baracuda._bench import time_us
 
-SOURCE = r"""
-#include <cuda_bf16.h>
-typedef long long i64;
-template <typename T> struct Key { typedef float K; };
-template <> struct Key<double> { typedef double K; };
-template <typename T> __device__ __forceinline__ typename Key<T>::K tf(T v) {
-  return (typename Key<T>::K)v;
-}
-template <> __device__ __forceinline__ float tf<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
+SOURCE = CUMMAX_PRELUDE + r"""
 __device__ __forceinline__ void st16(void* p, int4 v) {
   asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w) : "memory");

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from _scan_bench import write_json
+from _scan_bench import CUMMAX_PRELUDE, write_json
 
 import baracuda as bc
 from baracuda._bench import time_us
@@ -47,17 +47,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "short1": ({**_MANY, "max": ()}, {}),
 }
 
-STANDALONE = r"""
-#include <cuda_bf16.h>
-typedef long long i64;
-template <typename T> struct Key { typedef float K; };
-template <> struct Key<double> { typedef double K; };
-template <typename T> __device__ __forceinline__ typename Key<T>::K tf(T v) {
-  return (typename Key<T>::K)v;
-}
-template <> __device__ __forceinline__ float tf<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
+STANDALONE = CUMMAX_PRELUDE + r"""
 template <typename T> __device__ __forceinline__ T ft(typename Key<T>::K v) { return (T)v; }
 template <> __device__ __forceinline__ __nv_bfloat16 ft<__nv_bfloat16>(float v) {
   return __float2bfloat16(v);
