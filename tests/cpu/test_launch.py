@@ -177,3 +177,19 @@ def test_capturing_off_opens_no_block() -> None:
         assert replay.active()
         replay.capture((step,), (1 << 32,), 0, 0)
     assert cap == [((step,), (1 << 32,), 0, 0)] and not replay.active()
+
+
+def test_lerp_forward_block_matches_its_kernel() -> None:
+    """The lerp forward plan launches its vec kernel with lerp.cu's block (the kernel's launch
+    bounds: a larger block fails to launch) and the vectors a thread it was built with."""
+    import re
+    from pathlib import Path
+
+    from baracuda.elementwise import lerp
+
+    text = (Path(lerp.__file__).parent / "lerp.cu").read_text()
+    m = re.search(r"constexpr int kFwdBlock = (\d+), kFwdUnroll = (\d+);", text)
+    assert m is not None
+    assert (int(m[1]), int(m[2])) == (lerp.FWD_BLOCK, lerp.FWD_UNROLL)
+    assert "BC_KERNEL(lerp_fwd_vec, bc::kFwdBlock)" in text
+    assert "lerp_fwd_vec<BC_T, BC_ACC, bc::kFwdUnroll>" in text

@@ -24,6 +24,10 @@ from baracuda.types import (
 
 __all__ = ["LERP_SOURCE", "BinaryParamDescriptor", "BinaryParamArgs", "BinaryParamPlan"]
 
+# the forward's vec kernel: a 16-byte vector of each input a thread, 128 threads a block
+# (lerp.cu's kFwdBlock, its launch bounds, and kFwdUnroll)
+FWD_BLOCK, FWD_UNROLL = 128, 1
+
 LERP_SOURCE = register_source(
     KernelSource(
         "elementwise",
@@ -84,7 +88,8 @@ class BinaryParamPlan(Plan[BinaryParamDescriptor, BinaryParamArgs, tuple[TensorV
         self._module = module
         self._weight = float(desc.weight)
         fmt = "d" if ELEMENTS[desc.element].acc_c_type == "double" else "f"
-        self._launcher = ElementwiseLauncher(module, "lerp_fwd", 3, fmt)
+        self._launcher = ElementwiseLauncher(module, "lerp_fwd", 3, fmt, block=FWD_BLOCK,
+                                             unroll=FWD_UNROLL)  # fmt: skip
 
     @classmethod
     def select(cls, stream: object, desc: BinaryParamDescriptor,
