@@ -1,0 +1,136 @@
+"""Launch shapes of the contiguous lerp forward against ``torch.lerp`` (``tune_elementwise.py``
+tunes only the grid cap). Stand-alone kernels of the package's arithmetic (``a + w (b - a)``
+for ``|w| < 0.5``, else ``b - (b - a)(1 - w)``, in f32), each checked bit for bit against
+``torch.lerp`` before it is timed, with the bench's method (``time_us``: L2 flushed, median),
+in one process beside ``torch.lerp(out=)`` and the package's plan:
+
+- ``B=b U=u``: blocks of b threads, each thread u 16-byte vectors of ``a`` and of ``b``, the
+  vectors of a thread ``b`` vectors apart (the package's layout: B=256 U=4), one step a thread
+  (the grid covers the tensor);
+- ``cs``: the same with evict-first (``st.global.cs``) stores.
+
+Prints a line a case, writes JSON:
+
+    python benchmarks/lerp_variants.py [out.json]      (on a GPU, with CuPy for the kernels)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import cupy as cp
+import torch
+from _scan_bench import write_json
+
+import baracuda as bc
+from baracuda._bench import time_us
+
+SOURCE = r"""
+#include <cuda_bf16.h>
+typedef long long i64;
+__device__ __forceinline__ float lerp_math(float x, float y, float w) {
+  return fabsf(w) < 0.5f ? x + w * (y - x) : y - (y - x) * (1.f - w);
+}
+__device__ __forceinline__ uint4 lerp_vec(uint4 a, uint4 b, float w, float) {
+  uint4 r;
+  const float* fa = reinterpret_cast<const float*>(&a);
+  const float* fb = reinterpret_cast<const float*>(&b);
+  float* fr = reinterpret_cast<float*>(&r);
+#pragma unroll
+  for (int l = 0; l < 4; ++l) fr[l] = lerp_math(fa[l], fb[l], w);
+  return r;
+}
+__device__ __forceinline__ uint4 lerp_vec(uint4 a, uint4 b, float w, __nv_bfloat16) {
+  uint4 r;
+  const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
+  const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
+  __nv_bfloat162* hr = reinterpret_cast<__nv_bfloat162*>(&r);
+#pragma unroll
+  for (int l = 0; l < 4; ++l) {
+    const float2 x = __bfloat1622float2(ha[l]), y = __bfloat1622float2(hb[l]);
+    hr[l] = __floats2bfloat162_rn(lerp_math(x.x, y.x, w), lerp_math(x.y, y.y, w));
+  }
+  return r;
+}
+template <typename T, int B, int U, int CS>
+__global__ void __launch_bounds__(B) lerp(const uint4* __restrict__ a,
+                                          const uint4* __restrict__ b,
+                                          uint4* __restrict__ out, float w, i64 nvec) {
+  const i64 base = (i64)blockIdx.x * B * U + threadIdx.x;
+  uint4 xa[U], xb[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const i64 i = base + (i64)u * B;
+    if (i < nvec) { xa[u] = a[i]; xb[u] = b[i]; }
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const i64 i = base + (i64)u * B;
+    if (i < nvec) {
+      const uint4 r = lerp_vec(xa[u], xb[u], w, T());
+      if (CS) __stcs(out + i, r); else out[i] = r;
+    }
+  }
+}
+"""
+
+_TYPES = {torch.float32: "float", torch.bfloat16: "__nv_bfloat16"}
+_SHAPES = ((4096, 8192), (2**28,), (2**24,), (2**22,))
+_VARIANTS = [(b, u, cs) for b in (128, 256, 512) for u in (1, 2, 4, 8) for cs in (0, 1)
+             if not (cs and u in (1, 8))]  # fmt: skip
+
+
+def _names() -> list[str]:
+    return [f"lerp<{t},{b},{u},{cs}>" for t in _TYPES.values() for b, u, cs in _VARIANTS]
+
+
+def _case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> dict[str, Any]:
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(shape, device="cuda", generator=g).to(dt)
+    b = torch.randn(shape, device="cuda", generator=g).to(dt)
+    out = torch.empty_like(a)
+    ref = torch.lerp(a, b, 0.3)
+    nvec = a.numel() * a.element_size() // 16
+    row: dict[str, Any] = {"dtype": str(dt)[6:], "shape": list(shape),
+                           "bytes": 3 * a.numel() * a.element_size()}  # fmt: skip
+    row["torch"] = time_us(lambda: torch.lerp(a, b, 0.3, out=out))
+    el = bc.ElementKind.F32 if dt == torch.float32 else bc.ElementKind.BF16
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor(shape, el, 0.3))
+    args, ws = bc.BinaryParamArgs(a, b, out), bc.Workspace.none()
+    row["package"] = time_us(lambda: plan.run(s, ws, args))
+    for bl, u, cs in _VARIANTS:
+        fn = mod.get_function(f"lerp<{_TYPES[dt]},{bl},{u},{cs}>")
+        grid = (nvec + bl * u - 1) // (bl * u)
+        kargs = (a.data_ptr(), b.data_ptr(), out.data_ptr(), cp.float32(0.3), cp.int64(nvec))
+
+        def launch(fn: Any = fn, grid: int = grid, bl: int = bl, kargs: Any = kargs) -> None:
+            with ext:
+                fn((grid,), (bl,), kargs)
+
+        name = f"B={bl} U={u}" + (" cs" if cs else "")
+        out.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        row[name] = time_us(launch) if torch.equal(out, ref) else "differs"
+    return row
+
+
+def main() -> None:
+    mod = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=_names())
+    ext = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    print(torch.cuda.get_device_name())
+    rows = []
+    for dt in _TYPES:
+        for shape in _SHAPES:
+            row = _case(mod, ext, dt, shape)
+            rows.append(row)
+            times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
+            print(f"lerp {row['dtype']:8s} {shape!s:12s} {times}", flush=True)
+            torch.cuda.empty_cache()
+    write_json(sys.argv[1] if len(sys.argv) > 1 else None, "lerp_variants", rows)
+
+
+if __name__ == "__main__":
+    main()
