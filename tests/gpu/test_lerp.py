@@ -114,17 +114,23 @@ def test_rank0() -> None:
 
 
 def test_large_64bit_indexing() -> None:
-    """More than 2^31 elements of f16 cross the 32-bit index boundary."""
+    """More than 2^31 elements of f16 cross the 32-bit index boundary, forward and backward,
+    every element checked against torch (the vec kernels and their scalar tail)."""
     n = 2**31 + 123
     try:
-        dy = torch.empty(n, device="cuda", dtype=torch.float16)
+        a = torch.empty(n, device="cuda", dtype=torch.float16).uniform_(-2, 2)
+        b = torch.empty(n, device="cuda", dtype=torch.float16).uniform_(-2, 2)
     except torch.OutOfMemoryError:
         pytest.skip("not enough GPU memory")
-    dy[-1000:] = 2.0
-    dy[:1000] = 4.0
-    da, db = bc.lerp_backward(dy, 0.25)
+    out = bc.lerp(a, b, 0.3)
+    assert torch.equal(out, torch.lerp(a, b, 0.3))  # the same f32 arithmetic as torch
+    del out
+    a[-1000:] = 2.0
+    a[:1000] = 4.0
+    da, db = bc.lerp_backward(a, 0.25)
     assert da[-1].item() == 1.5 and db[-1].item() == 0.5 and da[0].item() == 3.0
-    del dy, da, db
+    assert torch.equal(da, (a.float() * 0.75).half()) and torch.equal(db, (a.float() * 0.25).half())
+    del a, b, da, db
     torch.cuda.empty_cache()
 
 

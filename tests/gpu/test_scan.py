@@ -2733,3 +2733,69 @@ def test_logcumsumexp_backward_per_element(element: ElementKind, monkeypatch: An
                 ref = torch.exp(x64) * suffix
                 err = ((dx.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
                 assert err <= bound, (shape, axis, reverse, what, err)
+
+
+def _cummax_last_rows(x: Any, c: int) -> tuple[Any, Any]:
+    """torch.cummax of a 1-D ``x`` without NaN (ties to the latest), from rows of ``c``: each
+    row's own cummax against the running maximum of everything before the row (torch's
+    kernel walks a row a thread, too slow for 2^31 elements)."""
+    import torch
+
+    m = x.numel() // c * c
+    parts = [p for p in (x[:m].view(-1, c), x[m:].view(1, -1)) if p.numel()]
+    vals, idxs = [], []
+    top, at, start = -math.inf, -1, 0  # the running maximum before the part, and its index
+    for rows in parts:
+        rv, ri = torch.cummax(rows, 1)
+        ri = ri + start + torch.arange(rows.shape[0], device=x.device)[:, None] * rows.shape[1]
+        pv, pj = torch.cummax(rv[:, -1], 0)  # the running maximum of the rows' maxima
+        pi = ri[pj, -1]
+        before = top > pv  # ties go to the later element: the rows'
+        pv, pi = torch.where(before, top, pv), torch.where(before, at, pi)
+        prev_v = torch.cat([pv.new_full((1,), top), pv[:-1]])  # before each row
+        prev_i = torch.cat([pi.new_full((1,), at), pi[:-1]])
+        take = rv >= prev_v[:, None]
+        vals.append(torch.where(take, rv, prev_v[:, None]).view(-1))
+        idxs.append(torch.where(take, ri, prev_i[:, None]).view(-1))
+        top, at, start = float(vals[-1][-1]), int(idxs[-1][-1]), start + rows.numel()
+    return torch.cat(vals), torch.cat(idxs)
+
+
+@pytest.mark.slow
+def test_scans_past_2_31_elements() -> None:
+    """More than 2^31 elements (64-bit offsets and int64 indices past 2^31): one long row,
+    forward, reverse and the backward, a short axis along dim 0 and two long rows along dim
+    1, exact against torch on integer-valued f32 (every partial sum is exact); cummax of one
+    bf16 row whose winner sits past 2^31, values and indices equal to torch's rule."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator(device="cuda").manual_seed(7)
+    n = 2**31 + 37
+
+    def tern(shape: tuple[int, ...]) -> Any:
+        return torch.randint(-1, 2, shape, device="cuda", generator=g,
+                             dtype=torch.int8).to(torch.float32)  # fmt: skip
+
+    cases = (((n,), 0, False, False), ((n,), 0, True, False), ((n,), 0, False, True),
+             ((3, 715827901), 0, False, False), ((2, 2**30 + 19), 1, True, False))  # fmt: skip
+    try:
+        for shape, axis, reverse, backward in cases:
+            x = tern(shape)
+            ref = torch.cumsum(x.flip(axis) if reverse else x, axis, dtype=torch.int64)
+            ref = (ref.flip(axis) if reverse else ref).to(torch.float32)
+            if backward:  # the cumsum backward: the reverse-direction cumsum of dy
+                y = bc.scan_backward("cumsum", x, axis=axis, reverse=not reverse)
+            else:
+                y = bc.cumsum(x, axis=axis, reverse=reverse)
+            assert torch.equal(y, ref), (shape, axis, reverse, backward)
+            del x, y, ref
+            torch.cuda.empty_cache()
+        x = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+        x[n - 5] = 1e4  # bf16 holds 9984: compare with what x holds
+        v, i = bc.cummax(x, tie_break="last")
+        assert int(i[-1]) == n - 5 and float(v[-1]) == float(x[n - 5])
+        rv, ri = _cummax_last_rows(x, 2**15)
+        assert torch.equal(v, rv) and torch.equal(i, ri)
+    except torch.OutOfMemoryError:
+        pytest.skip("not enough GPU memory")
+    finally:
+        torch.cuda.empty_cache()
