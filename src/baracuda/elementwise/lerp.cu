@@ -4,8 +4,8 @@
 // Two layouts per direction: *_vec for contiguous 16-byte-aligned tensors (Vec16 loads) and
 // *_strided for any strides (rank <= 8, 64-bit offsets). The forward's vec kernel takes one
 // vector of each input a thread in blocks of 128 (as torch's elementwise kernels do): on the
-// H200, 0.3-0.9 us faster than 4 vectors a thread in blocks of 256 from 2^22 to 2^28 elements
-// (benchmarks/lerp_variants.py); the backward keeps 4 vectors a thread.
+// H200 (benchmarks/lerp_variants.py) 0.5-1 us faster than 4 vectors a thread in blocks of 256
+// at 2^24 and 2^25 elements, 3-6 us at 2^28, level at 2^22; the backward keeps 4 a thread.
 
 namespace bc {
 
