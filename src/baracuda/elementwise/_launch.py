@@ -32,8 +32,7 @@ class ElementwiseLauncher:
     launch bounds and unroll), else ``<op>_strided`` in blocks of ``BLOCK``. Kernel arguments:
     the pointers in order, the scalar (a C ``float`` or ``double``, by ``scalar_fmt`` "f" or
     "d"), the element count and, for the strided kernel, the coalesced shape and one stride set
-    per view. Everything that does not depend on the
-    tensors is fixed here, once per plan.
+    per view. Everything that does not depend on the tensors is fixed here, once per plan.
     """
 
     __slots__ = ("_block", "_cap", "_fmt", "_module", "_op", "_scalar_fmt", "_unroll", "_vec",
