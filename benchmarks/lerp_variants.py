@@ -1,13 +1,20 @@
-"""Launch shapes of the contiguous lerp forward against ``torch.lerp`` (``tune_elementwise.py``
-tunes only the grid cap). Stand-alone kernels of the package's arithmetic (``a + w (b - a)``
-for ``|w| < 0.5``, else ``b - (b - a)(1 - w)``, in f32), each checked bit for bit against
-``torch.lerp`` before it is timed, with the bench's method (``time_us``: L2 flushed, median),
-in one process beside ``torch.lerp(out=)`` and the package's plan:
+"""Launch shapes of the contiguous lerp forward and backward against torch
+(``tune_elementwise.py`` tunes only the grid cap). Stand-alone kernels of the package's
+arithmetic (``a + w (b - a)`` for ``|w| < 0.5``, else ``b - (b - a)(1 - w)``, in f32), each
+checked bit for bit against ``torch.lerp`` before it is timed, with the bench's method
+(``time_us``: L2 flushed, median), in one process beside ``torch.lerp(out=)`` and the
+package's plan:
 
 - ``B=b U=u``: blocks of b threads, each thread u 16-byte vectors of ``a`` and of ``b``, the
-  vectors of a thread ``b`` vectors apart (the package's layout: B=256 U=4), one step a thread
-  (the grid covers the tensor);
+  vectors of a thread ``b`` vectors apart (the package's layout: B=128 U=1 since round 57,
+  B=256 U=4 before), one step a thread (the grid covers the tensor);
 - ``cs``: the same with evict-first (``st.global.cs``) stores.
+
+Then the backward (``da = (1 - w) dy``, ``db = w dy``: one read, two writes) the same way, by
+block and vectors a thread, each checked bit for bit against the package's backward (itself
+tested against float64), beside ``torch.mul(dy, 1 - w, out=da)`` and ``torch.mul(dy, w,
+out=db)`` (the two products autograd computes) and the package's plan (B=128 U=1 where ``dy``
+holds more than 16 MiB, B=256 U=4 up to 16 MiB, since round 57; B=256 U=4 before).
 
 Prints a line a case, writes JSON:
 
@@ -53,6 +60,45 @@ __device__ __forceinline__ uint4 lerp_vec(uint4 a, uint4 b, float w, __nv_bfloat
   }
   return r;
 }
+__device__ __forceinline__ uint4 scale_vec(uint4 a, float s, float) {
+  uint4 r;
+  const float* fa = reinterpret_cast<const float*>(&a);
+  float* fr = reinterpret_cast<float*>(&r);
+#pragma unroll
+  for (int l = 0; l < 4; ++l) fr[l] = s * fa[l];
+  return r;
+}
+__device__ __forceinline__ uint4 scale_vec(uint4 a, float s, __nv_bfloat16) {
+  uint4 r;
+  const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
+  __nv_bfloat162* hr = reinterpret_cast<__nv_bfloat162*>(&r);
+#pragma unroll
+  for (int l = 0; l < 4; ++l) {
+    const float2 x = __bfloat1622float2(ha[l]);
+    hr[l] = __floats2bfloat162_rn(s * x.x, s * x.y);
+  }
+  return r;
+}
+template <typename T, int B, int U>
+__global__ void __launch_bounds__(B) lerp_bwd(const uint4* __restrict__ dy,
+                                              uint4* __restrict__ da, uint4* __restrict__ db,
+                                              float w, i64 nvec) {
+  const i64 base = (i64)blockIdx.x * B * U + threadIdx.x;
+  uint4 g[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const i64 i = base + (i64)u * B;
+    if (i < nvec) g[u] = dy[i];
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const i64 i = base + (i64)u * B;
+    if (i < nvec) {
+      da[i] = scale_vec(g[u], 1.f - w, T());
+      db[i] = scale_vec(g[u], w, T());
+    }
+  }
+}
 template <typename T, int B, int U, int CS>
 __global__ void __launch_bounds__(B) lerp(const uint4* __restrict__ a,
                                           const uint4* __restrict__ b,
@@ -81,8 +127,54 @@ _VARIANTS = [(b, u, cs) for b in (128, 256, 512) for u in (1, 2, 4, 8) for cs in
              if not (cs and u in (1, 8))]  # fmt: skip
 
 
+_BWD_VARIANTS = ((128, 1), (256, 1), (512, 1), (128, 2), (256, 2), (128, 4), (256, 4))
+
+
 def _names() -> list[str]:
-    return [f"lerp<{t},{b},{u},{cs}>" for t in _TYPES.values() for b, u, cs in _VARIANTS]
+    return ([f"lerp<{t},{b},{u},{cs}>" for t in _TYPES.values() for b, u, cs in _VARIANTS]
+            + [f"lerp_bwd<{t},{b},{u}>" for t in _TYPES.values() for b, u in _BWD_VARIANTS])
+
+
+def _bwd_case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> dict[str, Any]:
+    g = torch.Generator(device="cuda").manual_seed(0)
+    dy = torch.randn(shape, device="cuda", generator=g).to(dt)
+    da, db = torch.empty_like(dy), torch.empty_like(dy)
+    el = bc.ElementKind.F32 if dt == torch.float32 else bc.ElementKind.BF16
+    s = bc.Stream.wrap(torch.cuda.current_stream())
+    plan = bc.BinaryParamBackwardPlan.select(s, bc.BinaryParamBackwardDescriptor(shape, el, 0.3))
+    args, ws = bc.BinaryParamBackwardArgs(dy, da, db), bc.Workspace.none()
+    plan.run(s, ws, args)
+    ref_a, ref_b = da.clone(), db.clone()
+    nvec = dy.numel() * dy.element_size() // 16
+    row: dict[str, Any] = {"dtype": str(dt)[6:], "shape": list(shape), "backward": True,
+                           "bytes": 3 * dy.numel() * dy.element_size()}  # fmt: skip
+
+    def torch_muls() -> None:
+        torch.mul(dy, 0.7, out=da)
+        torch.mul(dy, 0.3, out=db)
+
+    row["torch"] = time_us(torch_muls)
+    row["package"] = time_us(lambda: plan.run(s, ws, args))
+    for bl, u in _BWD_VARIANTS:
+        fn = mod.get_function(f"lerp_bwd<{_TYPES[dt]},{bl},{u}>")
+        grid = (nvec + bl * u - 1) // (bl * u)
+        kargs = (dy.data_ptr(), da.data_ptr(), db.data_ptr(), cp.float32(0.3), cp.int64(nvec))
+
+        def launch(fn: Any = fn, grid: int = grid, bl: int = bl, kargs: Any = kargs) -> None:
+            with ext:
+                fn((grid,), (bl,), kargs)
+
+        name = f"B={bl} U={u}"
+        da.fill_(float("nan"))
+        db.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        if torch.equal(da, ref_a) and torch.equal(db, ref_b):
+            row[name] = time_us(launch)
+        else:
+            print(f"backward {name} differs from the package on {row['dtype']} {shape}: not timed")
+            row[name] = "differs"
+    return row
 
 
 def _case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> dict[str, Any]:
@@ -132,6 +224,13 @@ def main() -> None:
             rows.append(row)
             times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
             print(f"lerp {row['dtype']:8s} {shape!s:12s} {times}", flush=True)
+            torch.cuda.empty_cache()
+    for dt in _TYPES:
+        for shape in _SHAPES:
+            row = _bwd_case(mod, ext, dt, shape)
+            rows.append(row)
+            times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
+            print(f"lerp_backward {row['dtype']:8s} {shape!s:12s} {times}", flush=True)
             torch.cuda.empty_cache()
     write_json(sys.argv[1] if len(sys.argv) > 1 else None, "lerp_variants", rows)
 

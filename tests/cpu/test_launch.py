@@ -179,8 +179,11 @@ def test_capturing_off_opens_no_block() -> None:
     assert cap == [((step,), (1 << 32,), 0, 0)] and not replay.active()
 
 
-def test_lerp_forward_block_matches_its_kernel() -> None:
-    """The lerp forward plan launches its vec kernel with lerp.cu's block (the kernel's launch
+@pytest.mark.parametrize(("const", "entry", "name"), [
+    ("Fwd", "lerp_fwd_vec", "FWD"), ("Bwd", "lerp_bwd_vec", "BWD"),
+    ("BwdSmall", "lerp_bwd_vec4", "BWD_SMALL")])  # fmt: skip
+def test_lerp_block_matches_its_kernel(const: str, entry: str, name: str) -> None:
+    """The lerp plans launch their vec kernels with lerp.cu's block (the kernel's launch
     bounds: a larger block fails to launch) and the vectors a thread it was built with."""
     import re
     from pathlib import Path
@@ -188,8 +191,39 @@ def test_lerp_forward_block_matches_its_kernel() -> None:
     from baracuda.elementwise import lerp
 
     text = (Path(lerp.__file__).parent / "lerp.cu").read_text()
-    m = re.search(r"constexpr int kFwdBlock = (\d+), kFwdUnroll = (\d+);", text)
+    m = re.search(rf"constexpr int k{const}Block = (\d+), k{const}Unroll = (\d+);", text)
     assert m is not None
-    assert (int(m[1]), int(m[2])) == (lerp.FWD_BLOCK, lerp.FWD_UNROLL)
-    assert "BC_KERNEL(lerp_fwd_vec, bc::kFwdBlock)" in text
-    assert "lerp_fwd_vec<BC_T, BC_ACC, bc::kFwdUnroll>" in text
+    want = (getattr(lerp, f"{name}_BLOCK"), getattr(lerp, f"{name}_UNROLL"))
+    assert (int(m[1]), int(m[2])) == want
+    assert re.search(rf"BC_KERNEL\({entry}, bc::k{const}Block\)", text)
+    assert f"lerp_{entry.split('_')[1]}_vec<BC_T, BC_ACC, bc::k{const}Unroll>" in text
+    assert entry in lerp.LERP_SOURCE.entries
+
+
+@pytest.mark.parametrize(("shape", "element", "small"), [
+    ((2**22,), "F32", True), ((2**22 + 1,), "F32", False), ((2**23,), "BF16", True),
+    ((4096, 8192), "BF16", False), ((2**21,), "F64", True), ((7,), "F16", True)])  # fmt: skip
+def test_lerp_backward_takes_four_vectors_up_to_16_mib(shape: tuple[int, ...], element: str,
+                                                      small: bool) -> None:  # fmt: skip
+    """The lerp backward plan of a dy of at most 16 MiB launches ``lerp_bwd_vec4`` (4 vectors
+    a thread, blocks of 256), of more ``lerp_bwd_vec`` (one, blocks of 128)."""
+    from baracuda.elementwise import lerp
+    from baracuda.elementwise.lerp_backward import (
+        BinaryParamBackwardDescriptor,
+        BinaryParamBackwardPlan,
+    )
+    from baracuda.types import ElementKind, PlanPreference
+
+    class FakeModule:
+        sm_count = 132
+
+        def function(self, name: str) -> str:
+            return f"fn:{name}"
+
+    desc = BinaryParamBackwardDescriptor(shape, ElementKind[element], 0.3)
+    plan = BinaryParamBackwardPlan(desc, None, 0, PlanPreference(), FakeModule())  # type: ignore[arg-type]
+    got = plan._launcher
+    want = ("lerp_bwd_vec4", lerp.BWD_SMALL_BLOCK, lerp.BWD_SMALL_UNROLL) if small else (
+        "lerp_bwd_vec", lerp.BWD_BLOCK, lerp.BWD_UNROLL)  # fmt: skip
+    assert (got._vec_name, got._block, got._unroll) == want
+    assert got._vec == f"fn:{want[0]}"

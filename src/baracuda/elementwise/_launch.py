@@ -27,7 +27,8 @@ WAVES = 1 << 20
 class ElementwiseLauncher:
     """Runs an elementwise kernel pair (``<op>_vec`` / ``<op>_strided``) over same-shape views.
 
-    ``<op>_vec`` runs when every view is contiguous and 16-byte aligned, in blocks of
+    ``<op>_vec`` (or the entry ``vec``) runs when every view is contiguous and 16-byte
+    aligned, in blocks of
     ``block`` threads each taking ``unroll`` 16-byte vectors of each view a step (the kernel's
     launch bounds and unroll), else ``<op>_strided`` in blocks of ``BLOCK``. Kernel arguments:
     the pointers in order, the scalar (a C ``float`` or ``double``, by ``scalar_fmt`` "f" or
@@ -39,14 +40,15 @@ class ElementwiseLauncher:
                  "_vec_name")  # fmt: skip
 
     def __init__(self, module: LoadedModule, op: str, nviews: int, scalar_fmt: str, *,
-                 block: int = BLOCK, unroll: int = VEC_UNROLL) -> None:  # fmt: skip
+                 block: int = BLOCK, unroll: int = VEC_UNROLL,
+                 vec: str | None = None) -> None:  # fmt: skip
         self._module = module
         self._block = block
         self._unroll = unroll
         self._op = op
         self._scalar_fmt = scalar_fmt
-        self._vec = module.function(f"{op}_vec")
-        self._vec_name = f"{op}_vec"
+        self._vec_name = vec or f"{op}_vec"
+        self._vec = module.function(self._vec_name)
         self._fmt = "Q" * nviews + scalar_fmt + "q"
         self._cap = min(module.sm_count * WAVES, 2**31 - 1)
 

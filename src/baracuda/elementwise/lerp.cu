@@ -5,7 +5,9 @@
 // *_strided for any strides (rank <= 8, 64-bit offsets). The forward's vec kernel takes one
 // vector of each input a thread in blocks of 128 (as torch's elementwise kernels do): on the
 // H200 (benchmarks/lerp_variants.py) 0.5-1 us faster than 4 vectors a thread in blocks of 256
-// at 2^24 and 2^25 elements, 3-6 us at 2^28, level at 2^22; the backward keeps 4 a thread.
+// at 2^24 and 2^25 elements, 3-6 us at 2^28, level at 2^22. The backward's likewise (f32:
+// 4.5 us at 2^25, 42 us at 2^28) where dy holds more than 16 MiB; up to 16 MiB it takes 4
+// vectors a thread in blocks of 256 (lerp_bwd_vec4), 0.7-1.3 us faster there.
 
 namespace bc {
 
@@ -15,7 +17,8 @@ __device__ __forceinline__ A lerp_math(A x, A y, A w) {
 }
 
 constexpr int kFwdBlock = 128, kFwdUnroll = 1;  // ElementwiseLauncher(block=, unroll=)
-constexpr int kUnroll = 4;                       // the backward's (the launcher's default)
+constexpr int kBwdBlock = 128, kBwdUnroll = 1;
+constexpr int kBwdSmallBlock = 256, kBwdSmallUnroll = 4;  // lerp_bwd_vec4: dy of <= 16 MiB
 
 template <typename T, typename A, int U>
 __device__ __forceinline__ void lerp_fwd_vec(const T* __restrict__ a, const T* __restrict__ b,
@@ -65,7 +68,7 @@ __device__ __forceinline__ void lerp_fwd_strided(const T* a, const T* b, T* out,
   }
 }
 
-template <typename T, typename A>
+template <typename T, typename A, int U>
 __device__ __forceinline__ void lerp_bwd_vec(const T* __restrict__ dy, T* __restrict__ da,
                                              T* __restrict__ db, A w, i64 n) {
   typedef Vec16<T> V;
@@ -75,16 +78,16 @@ __device__ __forceinline__ void lerp_bwd_vec(const T* __restrict__ dy, T* __rest
   V* vda = reinterpret_cast<V*>(da);
   V* vdb = reinterpret_cast<V*>(db);
   const A wa = A(1) - w;
-  const i64 step = (i64)gridDim.x * blockDim.x * kUnroll;
-  for (i64 base = (i64)blockIdx.x * blockDim.x * kUnroll + threadIdx.x; base < nvec; base += step) {
-    V g[kUnroll];
+  const i64 step = (i64)gridDim.x * blockDim.x * U;
+  for (i64 base = (i64)blockIdx.x * blockDim.x * U + threadIdx.x; base < nvec; base += step) {
+    V g[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
       if (i < nvec) g[u] = vdy[i];
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
       if (i < nvec) {
         V ra, rb;
@@ -133,8 +136,13 @@ BC_KERNEL(lerp_fwd_strided, 256)(const BC_T* a, const BC_T* b, BC_T* out, BC_ACC
                                  bc::Shape shape, bc::Strides sa, bc::Strides sb, bc::Strides so) {
   bc::lerp_fwd_strided<BC_T, BC_ACC>(a, b, out, w, n, shape, sa, sb, so);
 }
-BC_KERNEL(lerp_bwd_vec, 256)(const BC_T* dy, BC_T* da, BC_T* db, BC_ACC w, bc::i64 n) {
-  bc::lerp_bwd_vec<BC_T, BC_ACC>(dy, da, db, w, n);
+BC_KERNEL(lerp_bwd_vec, bc::kBwdBlock)(const BC_T* dy, BC_T* da, BC_T* db, BC_ACC w,
+                                      bc::i64 n) {
+  bc::lerp_bwd_vec<BC_T, BC_ACC, bc::kBwdUnroll>(dy, da, db, w, n);
+}
+BC_KERNEL(lerp_bwd_vec4, bc::kBwdSmallBlock)(const BC_T* dy, BC_T* da, BC_T* db, BC_ACC w,
+                                            bc::i64 n) {
+  bc::lerp_bwd_vec<BC_T, BC_ACC, bc::kBwdSmallUnroll>(dy, da, db, w, n);
 }
 BC_KERNEL(lerp_bwd_strided, 256)(const BC_T* dy, BC_T* da, BC_T* db, BC_ACC w, bc::i64 n,
                                  bc::Shape shape, bc::Strides sdy, bc::Strides sda,

@@ -24,15 +24,19 @@ from baracuda.types import (
 
 __all__ = ["LERP_SOURCE", "BinaryParamDescriptor", "BinaryParamArgs", "BinaryParamPlan"]
 
-# the forward's vec kernel: a 16-byte vector of each input a thread, 128 threads a block
-# (lerp.cu's kFwdBlock, its launch bounds, and kFwdUnroll)
+# the vec kernels: a 16-byte vector of each input a thread, 128 threads a block (lerp.cu's
+# kFwdBlock and kBwdBlock, their launch bounds, and kFwdUnroll and kBwdUnroll); the backward
+# of a dy of at most BWD_SMALL_BYTES takes lerp_bwd_vec4 (kBwdSmallBlock, kBwdSmallUnroll)
 FWD_BLOCK, FWD_UNROLL = 128, 1
+BWD_BLOCK, BWD_UNROLL = 128, 1
+BWD_SMALL_BLOCK, BWD_SMALL_UNROLL = 256, 4
+BWD_SMALL_BYTES = 16 << 20
 
 LERP_SOURCE = register_source(
     KernelSource(
         "elementwise",
         "lerp.cu",
-        ("lerp_fwd_vec", "lerp_fwd_strided", "lerp_bwd_vec", "lerp_bwd_strided"),
+        ("lerp_fwd_vec", "lerp_fwd_strided", "lerp_bwd_vec", "lerp_bwd_vec4", "lerp_bwd_strided"),
     )
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from baracuda._cuda.memory import Workspace
@@ -11,7 +12,15 @@ from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
 from baracuda._plan import Plan, deterministic_precision
 from baracuda.elementwise._launch import ElementwiseLauncher
-from baracuda.elementwise.lerp import LERP_SOURCE, check_binary_param
+from baracuda.elementwise.lerp import (
+    BWD_BLOCK,
+    BWD_SMALL_BLOCK,
+    BWD_SMALL_BYTES,
+    BWD_SMALL_UNROLL,
+    BWD_UNROLL,
+    LERP_SOURCE,
+    check_binary_param,
+)
 from baracuda.types import (
     BackendKind,
     BinaryKind,
@@ -61,7 +70,12 @@ class BinaryParamBackwardPlan(
         self._module = module
         self._weight = float(desc.weight)
         fmt = "d" if ELEMENTS[desc.element].acc_c_type == "double" else "f"
-        self._launcher = ElementwiseLauncher(module, "lerp_bwd", 3, fmt)
+        # a dy of at most BWD_SMALL_BYTES: 4 vectors a thread (lerp_bwd_vec4), else 1
+        small = math.prod(desc.shape) * (ELEMENTS[desc.element].dlpack[1] >> 3) <= BWD_SMALL_BYTES
+        self._launcher = ElementwiseLauncher(
+            module, "lerp_bwd", 3, fmt, block=BWD_SMALL_BLOCK if small else BWD_BLOCK,
+            unroll=BWD_SMALL_UNROLL if small else BWD_UNROLL,
+            vec="lerp_bwd_vec4" if small else "lerp_bwd_vec")  # fmt: skip
 
     @classmethod
     def select(cls, stream: object, desc: BinaryParamBackwardDescriptor,
