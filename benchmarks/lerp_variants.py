@@ -135,6 +135,33 @@ def _names() -> list[str]:
             + [f"lerp_bwd<{t},{b},{u}>" for t in _TYPES.values() for b, u in _BWD_VARIANTS])
 
 
+def _time_variants(row: dict[str, Any], mod: Any, ext: Any,
+                   kernels: list[tuple[str, str, int, int]], ptrs: tuple[int, ...],
+                   outs: tuple[Any, ...], refs: tuple[Any, ...], nvec: int,
+                   peer: str) -> None:  # fmt: skip
+    """``row[label]``: the time of each (label, kernel, block, vectors a thread) of ``kernels``
+    over ``nvec`` 16-byte vectors (the grid covers them), its outputs ``outs`` poisoned first
+    and checked equal to ``refs`` bit for bit; "differs" (and a line saying so) if not."""
+    for label, kernel, bl, u in kernels:
+        fn = mod.get_function(kernel)
+        grid = (nvec + bl * u - 1) // (bl * u)
+        kargs = (*ptrs, cp.float32(0.3), cp.int64(nvec))
+
+        def launch(fn: Any = fn, grid: int = grid, bl: int = bl, kargs: Any = kargs) -> None:
+            with ext:
+                fn((grid,), (bl,), kargs)
+
+        for o in outs:
+            o.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        if all(torch.equal(o, r) for o, r in zip(outs, refs, strict=True)):
+            row[label] = time_us(launch)
+        else:
+            print(f"{label} differs from {peer} on {row['dtype']} {tuple(row['shape'])}: not timed")
+            row[label] = "differs"
+
+
 def _bwd_case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> dict[str, Any]:
     g = torch.Generator(device="cuda").manual_seed(0)
     dy = torch.randn(shape, device="cuda", generator=g).to(dt)
@@ -144,8 +171,7 @@ def _bwd_case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> di
     plan = bc.BinaryParamBackwardPlan.select(s, bc.BinaryParamBackwardDescriptor(shape, el, 0.3))
     args, ws = bc.BinaryParamBackwardArgs(dy, da, db), bc.Workspace.none()
     plan.run(s, ws, args)
-    ref_a, ref_b = da.clone(), db.clone()
-    nvec = dy.numel() * dy.element_size() // 16
+    refs = (da.clone(), db.clone())
     row: dict[str, Any] = {"dtype": str(dt)[6:], "shape": list(shape), "backward": True,
                            "bytes": 3 * dy.numel() * dy.element_size()}  # fmt: skip
 
@@ -155,25 +181,11 @@ def _bwd_case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> di
 
     row["torch"] = time_us(torch_muls)
     row["package"] = time_us(lambda: plan.run(s, ws, args))
-    for bl, u in _BWD_VARIANTS:
-        fn = mod.get_function(f"lerp_bwd<{_TYPES[dt]},{bl},{u}>")
-        grid = (nvec + bl * u - 1) // (bl * u)
-        kargs = (dy.data_ptr(), da.data_ptr(), db.data_ptr(), cp.float32(0.3), cp.int64(nvec))
-
-        def launch(fn: Any = fn, grid: int = grid, bl: int = bl, kargs: Any = kargs) -> None:
-            with ext:
-                fn((grid,), (bl,), kargs)
-
-        name = f"B={bl} U={u}"
-        da.fill_(float("nan"))
-        db.fill_(float("nan"))
-        launch()
-        torch.cuda.synchronize()
-        if torch.equal(da, ref_a) and torch.equal(db, ref_b):
-            row[name] = time_us(launch)
-        else:
-            print(f"backward {name} differs from the package on {row['dtype']} {shape}: not timed")
-            row[name] = "differs"
+    kernels = [(f"B={bl} U={u}", f"lerp_bwd<{_TYPES[dt]},{bl},{u}>", bl, u)
+               for bl, u in _BWD_VARIANTS]  # fmt: skip
+    _time_variants(row, mod, ext, kernels, (dy.data_ptr(), da.data_ptr(), db.data_ptr()),
+                   (da, db), refs, dy.numel() * dy.element_size() // 16,
+                   "the package's backward")  # fmt: skip
     return row
 
 
@@ -183,7 +195,6 @@ def _case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> dict[s
     b = torch.randn(shape, device="cuda", generator=g).to(dt)
     out = torch.empty_like(a)
     ref = torch.lerp(a, b, 0.3)
-    nvec = a.numel() * a.element_size() // 16
     row: dict[str, Any] = {"dtype": str(dt)[6:], "shape": list(shape),
                            "bytes": 3 * a.numel() * a.element_size()}  # fmt: skip
     row["torch"] = time_us(lambda: torch.lerp(a, b, 0.3, out=out))
@@ -192,24 +203,10 @@ def _case(mod: Any, ext: Any, dt: torch.dtype, shape: tuple[int, ...]) -> dict[s
     plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor(shape, el, 0.3))
     args, ws = bc.BinaryParamArgs(a, b, out), bc.Workspace.none()
     row["package"] = time_us(lambda: plan.run(s, ws, args))
-    for bl, u, cs in _VARIANTS:
-        fn = mod.get_function(f"lerp<{_TYPES[dt]},{bl},{u},{cs}>")
-        grid = (nvec + bl * u - 1) // (bl * u)
-        kargs = (a.data_ptr(), b.data_ptr(), out.data_ptr(), cp.float32(0.3), cp.int64(nvec))
-
-        def launch(fn: Any = fn, grid: int = grid, bl: int = bl, kargs: Any = kargs) -> None:
-            with ext:
-                fn((grid,), (bl,), kargs)
-
-        name = f"B={bl} U={u}" + (" cs" if cs else "")
-        out.fill_(float("nan"))
-        launch()
-        torch.cuda.synchronize()
-        if torch.equal(out, ref):
-            row[name] = time_us(launch)
-        else:
-            print(f"{name} differs from torch.lerp on {row['dtype']} {shape}: not timed")
-            row[name] = "differs"
+    kernels = [(f"B={bl} U={u}" + (" cs" if cs else ""), f"lerp<{_TYPES[dt]},{bl},{u},{cs}>", bl, u)
+               for bl, u, cs in _VARIANTS]  # fmt: skip
+    _time_variants(row, mod, ext, kernels, (a.data_ptr(), b.data_ptr(), out.data_ptr()),
+                   (out,), (ref,), a.numel() * a.element_size() // 16, "torch.lerp")  # fmt: skip
     return row
 
 
