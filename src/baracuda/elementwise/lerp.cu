@@ -6,8 +6,8 @@
 // vector of each input a thread in blocks of 128 (as torch's elementwise kernels do): on the
 // H200 (benchmarks/lerp_variants.py) 0.5-1 us faster than 4 vectors a thread in blocks of 256
 // at 2^24 and 2^25 elements, 3-6 us at 2^28, level at 2^22. The backward's likewise (f32:
-// 4.5 us at 2^25, 42 us at 2^28) where dy holds more than 16 MiB; up to 16 MiB it takes 4
-// vectors a thread in blocks of 256 (lerp_bwd_vec4), 0.7-1.3 us faster there.
+// 4.6 us at 2^25, 42 us at 2^28) where dy holds more than 16 MiB; up to 16 MiB it takes 4
+// vectors a thread in blocks of 256 (lerp_bwd_vec4), 0.6-1.1 us faster at 2^22 elements.
 
 namespace bc {
 
