@@ -215,20 +215,14 @@ def main() -> None:
     ext = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     print(torch.cuda.get_device_name())
     rows = []
-    for dt in _TYPES:
-        for shape in _SHAPES:
-            row = _case(mod, ext, dt, shape)
-            rows.append(row)
-            times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
-            print(f"lerp {row['dtype']:8s} {shape!s:12s} {times}", flush=True)
-            torch.cuda.empty_cache()
-    for dt in _TYPES:
-        for shape in _SHAPES:
-            row = _bwd_case(mod, ext, dt, shape)
-            rows.append(row)
-            times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
-            print(f"lerp_backward {row['dtype']:8s} {shape!s:12s} {times}", flush=True)
-            torch.cuda.empty_cache()
+    for op, case in (("lerp", _case), ("lerp_backward", _bwd_case)):
+        for dt in _TYPES:
+            for shape in _SHAPES:
+                row = case(mod, ext, dt, shape)
+                rows.append(row)
+                times = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
+                print(f"{op} {row['dtype']:8s} {shape!s:12s} {times}", flush=True)
+                torch.cuda.empty_cache()
     write_json(sys.argv[1] if len(sys.argv) > 1 else None, "lerp_variants", rows)
 
 

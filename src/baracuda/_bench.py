@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from baracuda._check import family_cases
-from baracuda._harness import BenchCase
+from baracuda._harness import COPY_PEER, BenchCase
 
 __all__ = ["run_bench", "time_device", "time_us", "copy_bandwidth"]
 
@@ -250,7 +250,7 @@ def _plot(result: dict[str, Any], path: str) -> None:
     y = range(len(rows))
     ax.barh([i + 0.2 for i in y], [r["ours_us"] for r in rows], height=0.4, label="baracuda")
     best = [
-        min((v for k, v in r["peers"].items() if v and not k.startswith("copy_")), default=0)
+        min((v for k, v in r["peers"].items() if v and k != COPY_PEER), default=0)
         for r in rows
     ]  # a copy moving the same bytes is a roofline, not a peer
     ax.barh([i - 0.2 for i in y], best, height=0.4, label="best peer (torch / torch.compile)")

@@ -13,7 +13,7 @@ from typing import Any
 
 from baracuda.types import ElementKind
 
-__all__ = ["CheckContext", "CheckCase", "BenchCase", "BenchSetup", "max_rel_err"]
+__all__ = ["CheckContext", "CheckCase", "BenchCase", "BenchSetup", "max_rel_err", "copy_peer"]
 
 
 @dataclass
@@ -92,3 +92,16 @@ def max_rel_err(out: Any, truth: Any) -> float:
     with np.errstate(invalid="ignore"):
         err = np.abs(o - t) / np.maximum(1.0, np.abs(t))
     return float(np.max(np.where(np.isnan(t) | (o == t), 0.0, err)))
+
+
+COPY_PEER = "copy_ (same bytes)"  # a roofline beside the peers: left out of the speed-ups
+
+
+def copy_peer(nbytes: int, device: str = "cuda") -> Callable[[], object]:
+    """A ``copy_`` of ``nbytes`` bytes read and as many written (a case that moves ``2 *
+    nbytes``): its floor at that size, timed beside its peers in the same run."""
+    import torch
+
+    src = torch.empty(nbytes, device=device, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)

@@ -134,3 +134,14 @@ def test_numpy_and_torch_scalars_as_axis_and_weight() -> None:
     for bad in (True, np.True_, "0.5", None, np.ones(1)):
         with pytest.raises(InvalidProblem, match=r"baracuda\.lerp: weight must be a real number"):
             bc.lerp(F, F, bad)  # type: ignore[arg-type]
+
+
+def test_copy_peer_copies_its_bytes() -> None:
+    """The bench's same-bytes copy peer reads ``nbytes`` and writes as many (here on the CPU)."""
+    import torch
+
+    from baracuda._harness import copy_peer
+
+    run = copy_peer(1000, device="cpu")
+    dst = run()
+    assert isinstance(dst, torch.Tensor) and dst.dtype == torch.uint8 and dst.numel() == 1000

@@ -6,7 +6,15 @@ from functools import partial
 from typing import Any
 
 from baracuda._dtypes import ELEMENTS
-from baracuda._harness import BenchCase, BenchSetup, CheckCase, CheckContext, max_rel_err
+from baracuda._harness import (
+    COPY_PEER,
+    BenchCase,
+    BenchSetup,
+    CheckCase,
+    CheckContext,
+    copy_peer,
+    max_rel_err,
+)
 from baracuda.types import ElementKind, ScanKind, TieBreak
 
 __all__ = ["check_cases", "bench_cases"]
@@ -92,16 +100,12 @@ def _forward_setup(kind: ScanKind, shape: tuple[int, ...], axis: int,
     compiled = torch.compile(lambda t: fn(t, axis))
     # I/O: read x, write y (and the int64 indices of cummax/cummin)
     moved = 2 * x.numel() * x.element_size() + (8 * x.numel() if idx is not None else 0)
-    # copy peer: a copy of the same bytes (half read, half written), the op's floor on this
-    # card at this size (a roofline, not a peer: left out of the speed-up)
-    src = torch.empty(moved // 2, device="cuda", dtype=torch.uint8)
-    dst = torch.empty_like(src)
     return BenchSetup(
         ours=lambda: plan.run(s, ws, args),
         peers={
             "torch": lambda: fn(x, axis),
             "torch.compile": lambda: compiled(x),
-            "copy_ (same bytes)": lambda: dst.copy_(src),
+            COPY_PEER: copy_peer(moved // 2),
         },
         bytes_moved=moved,
         notes={"workspace_bytes": str(plan.workspace_size())},
