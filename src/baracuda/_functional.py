@@ -362,7 +362,8 @@ class FastCall:
         """Enqueue the steps for arrays at ``ptrs`` (in the order the steps were bound to)
         on torch's current stream; False, with nothing enqueued, where a switch changed since
         (take ``run_bound``)."""
-        if self._switches() != self._values:
+        now = self._switches()  # the same tuple while no switch was assigned (_switches.memo)
+        if now is not self._values and now != self._values:
             return False
         dev = self._device_id
         ensure_current(dev)

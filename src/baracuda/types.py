@@ -21,6 +21,11 @@ __all__ = [
 ]
 
 
+# Enum members are singletons, equal only to themselves: identity hashing is correct, and
+# cheaper than Enum's (a Python call: 0.3 us of each call's key on the functional path).
+_identity_hash = object.__hash__
+
+
 class ElementKind(enum.Enum):
     """Floating-point element types of values. The value is the short name used in kernels."""
 
@@ -29,8 +34,7 @@ class ElementKind(enum.Enum):
     BF16 = "bf16"
     F64 = "f64"
 
-    # members are singletons: identity hashing is correct and cheaper than Enum's
-    __hash__ = object.__hash__
+    __hash__ = _identity_hash
 
     @property
     def itemsize(self) -> int:
@@ -53,6 +57,8 @@ class IndexElementKind(enum.Enum):
     I32 = "i32"
     I64 = "i64"
 
+    __hash__ = _identity_hash
+
     @property
     def itemsize(self) -> int:
         return _ITEMSIZE[self.value]
@@ -63,6 +69,8 @@ class MathPrecision(enum.Enum):
 
     F32 = "f32"
     F64 = "f64"
+
+    __hash__ = _identity_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,8 @@ class OpCategory(enum.Enum):
     SEGMENT = "segment"
     EMBEDDING = "embedding"
 
+    __hash__ = _identity_hash
+
 
 class BackendKind(enum.Enum):
     """Where a plan's kernel comes from."""
@@ -95,11 +105,15 @@ class BackendKind(enum.Enum):
     NVRTC = "nvrtc"
     ARRAY_API = "array_api"
 
+    __hash__ = _identity_hash
+
 
 class BinaryKind(enum.Enum):
     """Parameterised binary elementwise ops."""
 
     LERP = "lerp"
+
+    __hash__ = _identity_hash
 
 
 class ScanKind(enum.Enum):
@@ -111,9 +125,13 @@ class ScanKind(enum.Enum):
     CUMMIN = "cummin"
     LOGCUMSUMEXP = "logcumsumexp"
 
+    __hash__ = _identity_hash
+
 
 class SoftmaxKind(enum.Enum):
     SPARSEMAX = "sparsemax"
+
+    __hash__ = _identity_hash
 
 
 class TieBreak(enum.Enum):
@@ -121,6 +139,8 @@ class TieBreak(enum.Enum):
 
     FIRST = "first"
     LAST = "last"
+
+    __hash__ = _identity_hash
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,11 @@ from typing import Any
 
 from baracuda._cuda.driver import check, driver
 from baracuda._cuda.stream import Stream
+from baracuda._switches import watch
 
 __all__ = [
     "launch",
+    "cu_stream",
     "PreparedArgs",
     "launch_packed",
     "memset_zero",
@@ -60,13 +62,13 @@ def launch(
     else:  # the array lives to the end of the call (the driver reads the arguments there)
         pointers = pointer_array(len(args))(*map(ctypes.addressof, args))
         params = ctypes.addressof(pointers)
-    cu = stream.cu if isinstance(stream, Stream) else stream
+    cu = stream.cu if isinstance(stream, Stream) else cu_stream(stream)
     if dependent or cooperative:
         cfg = _configs.get(dependent, cooperative)
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX = block
         cfg.sharedMemBytes = shared_bytes
-        cfg.hStream = cu if not isinstance(cu, int) else driver().CUstream(cu)
+        cfg.hStream = cu
         check(driver().cuLaunchKernelEx(cfg, function, params, 0),
               f"cuLaunchKernelEx({name})")  # fmt: skip
         return
@@ -76,6 +78,21 @@ def launch(
     )  # fmt: skip
     if err:
         check(err, f"cuLaunchKernel({name})")
+
+
+_CU_STREAMS: dict[int, Any] = {}
+
+
+def cu_stream(handle: int) -> Any:
+    """The ``CUstream`` of the raw stream handle ``handle``, made once (of at most 256
+    handles; all dropped when full): ``cuLaunchKernel`` takes one about 0.6 us faster than
+    an int on an H200's host."""
+    cu = _CU_STREAMS.get(handle)
+    if cu is None:
+        if len(_CU_STREAMS) >= 256:
+            _CU_STREAMS.clear()
+        cu = _CU_STREAMS[handle] = driver().CUstream(handle)
+    return cu
 
 
 @functools.cache
@@ -209,5 +226,8 @@ def memset_zero(ptr: int, nbytes: int, stream: Stream | int) -> None:
     if nbytes <= 0:
         return
     assert nbytes % 4 == 0 and ptr % 4 == 0
-    cu = stream.cu if isinstance(stream, Stream) else stream
+    cu = stream.cu if isinstance(stream, Stream) else cu_stream(stream)
     check(driver().cuMemsetD32Async(ptr, 0, nbytes // 4, cu), "cuMemsetD32Async")
+
+
+watch(__name__)  # its switches are read through baracuda._switches.memo

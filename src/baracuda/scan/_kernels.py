@@ -50,6 +50,7 @@ from baracuda._cuda.replay import Step, active, capture
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import contiguous_strides, numel, split_axis
+from baracuda._switches import memo, watch
 from baracuda.errors import MisalignedOperand
 from baracuda.types import ElementKind
 
@@ -1582,8 +1583,11 @@ _switch_get = operator.itemgetter(*_SWITCHES)
 _GLOBALS = globals()
 
 
+@memo
 def switch_values() -> tuple[object, ...]:
-    """The switches' values now (a recipe recorded under other values is not replayed)."""
+    """The switches' values now (a recipe recorded under other values is not replayed),
+    read again only after an assignment to this module's or the launch module's attributes
+    (``baracuda._switches``)."""
     # the dicts (WARP_ROWS_PER_SM_OP, SHORT_MANY, SHORT1_MANY, SHORT1_RESIDENT) by identity:
     # replaced, never changed in place
     return (*_switch_get(_GLOBALS), id(WARP_ROWS_PER_SM_OP), id(SHORT_MANY), id(SHORT1_MANY),
@@ -2096,3 +2100,6 @@ def launch_max_backward(module: LoadedModule, stream: Stream, shape: tuple[int, 
                    [(fwd, (1, None, None, None, 3)), (bwd, (0, None, None, 2, 3))],
                    kernel, False, False)  # fmt: skip
     return kernel.removeprefix("scan_")
+
+
+watch(__name__)  # its switches are read through baracuda._switches.memo

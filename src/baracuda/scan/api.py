@@ -36,9 +36,18 @@ from baracuda.types import IndexElementKind, ScanKind, TieBreak
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "scan_backward"]
 
 
+# the parameters' spellings, by value: a dict lookup, not an Enum call, on every call's path
+_KINDS: dict[object, ScanKind] = {**{k: k for k in ScanKind}, **{k.value: k for k in ScanKind}}
+_TIES: dict[object, TieBreak] = {**{t: t for t in TieBreak}, **{t.value: t for t in TieBreak}}
+
+
 def _kind(op: str, kind: object) -> ScanKind:
-    if isinstance(kind, ScanKind):
-        return kind
+    try:
+        got = _KINDS.get(kind)
+    except TypeError:  # an unhashable value: the message below
+        got = None
+    if got is not None:
+        return got
     try:
         return ScanKind(str(kind).lower())
     except ValueError:
@@ -49,8 +58,12 @@ def _kind(op: str, kind: object) -> ScanKind:
 
 
 def _tie(op: str, tie_break: object) -> TieBreak:
-    if isinstance(tie_break, TieBreak):
-        return tie_break
+    try:
+        got = _TIES.get(tie_break)
+    except TypeError:
+        got = None
+    if got is not None:
+        return got
     try:
         return TieBreak(str(tie_break).lower())
     except ValueError:

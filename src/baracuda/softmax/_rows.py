@@ -19,6 +19,7 @@ from baracuda._cuda.replay import active, capture_launch
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._layout import numel, split_axis
+from baracuda._switches import memo, watch
 from baracuda.errors import InvalidProblem
 from baracuda.types import ElementKind
 
@@ -391,7 +392,13 @@ _FIXED = ("VARIANTS", "BWD_VARIANTS", "SPARSEMAX_SOURCE", "SPLIT_BLOCKS_PER_SM",
           "FWD_SPLIT_PIECE", "FWD_SPLIT_CAND", "MAX_GRID_X", "MAX_GRID_YZ")  # fmt: skip
 
 
+@memo
 def switch_values() -> tuple[object, ...]:
-    """The values of ``_SWITCHES`` and of the dependent-launch switch, now."""
+    """The values of ``_SWITCHES`` and of the dependent-launch switch, now (read again only
+    after an assignment to this module's or the launch module's attributes:
+    ``baracuda._switches``)."""
     g = globals()
     return (*(g[n] for n in _SWITCHES), _launch_module.DEPENDENT_LAUNCH)
+
+
+watch(__name__)  # its switches are read through baracuda._switches.memo
