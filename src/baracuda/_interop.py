@@ -21,6 +21,7 @@ __all__ = [
     "torch_out_view",
     "torch_stream",
     "torch_empty",
+    "same_stream",
 ]
 
 _TORCH_DTYPES: dict[Any, tuple[int, int]] = {}
@@ -56,7 +57,7 @@ def _cupy_stream(cupy: Any, device: int) -> int:
         return int(cupy.cuda.get_current_stream().ptr)
 
 
-def _same_stream(cur: int, dlpack_stream: int) -> bool:
+def same_stream(cur: int, dlpack_stream: int) -> bool:
     """Whether DLPack's ordering of the producer's current stream ``cur`` before
     ``dlpack_stream`` would be a no-op (1 is the legacy default stream, which CuPy and torch
     report as 0). Callers skip it where no ordering is asked for (``dlpack_stream`` -1)."""
@@ -72,7 +73,7 @@ def _cupy_view(cupy: Any, obj: Any, dlpack_stream: int) -> TensorView | None:
     if dtype[0] < 0 or any(s % item for s in obj.strides):
         return None  # DLPack's path raises the error for a dtype it has no code for
     dev = int(obj.device.id)
-    if dlpack_stream != -1 and not _same_stream(_cupy_stream(cupy, dev), dlpack_stream):
+    if dlpack_stream != -1 and not same_stream(_cupy_stream(cupy, dev), dlpack_stream):
         return None  # DLPack orders CuPy's pending work before our stream
     shape = tuple(int(d) for d in obj.shape)
     strides = tuple(int(s) // item for s in obj.strides)
@@ -102,7 +103,7 @@ def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:
     if obj.dtype not in _torch_dtypes(torch):
         return None
     dev = obj.get_device()
-    if dlpack_stream != -1 and not _same_stream(_torch_stream(torch, dev), dlpack_stream):
+    if dlpack_stream != -1 and not same_stream(_torch_stream(torch, dev), dlpack_stream):
         return None  # DLPack orders torch's pending work before our stream
     ptr = obj.data_ptr()
     return torch_view(obj, _signature(obj, dev, ptr), ptr)

@@ -8,16 +8,22 @@ typed error naming the plan, the field and both values.
 from __future__ import annotations
 
 import abc
-from typing import ClassVar, Generic, TypeVar
+import dataclasses
+import functools
+import operator
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, TypeVar
 
 from baracuda._cuda.compiler import KernelSource
 from baracuda._cuda.device import ensure_current
 from baracuda._cuda.driver import check, device_count, driver
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
+from baracuda._cuda.replay import Step, active, bind_steps, capturing
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
+from baracuda._interop import same_stream, torch_signature, torch_stream
 from baracuda.errors import InvalidProblem, MisalignedOperand, Unsupported, WorkspaceTooSmall
 from baracuda.types import (
     ElementKind,
@@ -35,6 +41,8 @@ __all__ = [
     "check_element",
     "deterministic_precision",
     "MAX_RANK",
+    "Switches",
+    "no_switches",
 ]
 
 MAX_RANK = 8
@@ -100,16 +108,65 @@ def _current_device() -> int:
     return 0
 
 
+Switches = Callable[[], tuple[object, ...]]
+
+
+def no_switches() -> tuple[object, ...]:
+    """The switches of launch code that reads none (the elementwise launcher)."""
+    return ()
+
+
+@functools.cache
+def _fields_of(cls: type) -> Callable[[object], tuple[Any, ...]] | None:
+    """The getter of the fields of an args dataclass, in order (None for other classes)."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    names = [f.name for f in dataclasses.fields(cls)]
+    get = operator.attrgetter(*names)
+    return get if len(names) > 1 else lambda a: (get(a),)
+
+
+class _BoundRun:
+    """What a checked ``run`` enqueued for torch tensors of some signatures (``replay``'s
+    steps, their pointers taken from the args' fields and the workspace), enqueued again for
+    tensors of the same signatures while the switches the launch code read keep their
+    values."""
+
+    __slots__ = ("device_id", "steps", "switches", "uses_workspace", "values")
+
+    def __init__(self, steps: tuple[Step, ...], uses_workspace: bool, switches: Switches,
+                 device_id: int) -> None:  # fmt: skip
+        self.steps = steps
+        self.uses_workspace = uses_workspace
+        self.switches = switches
+        self.values = switches()
+        self.device_id = device_id
+
+    def enqueue(self, handle: int, ptrs: tuple[int, ...], workspace: Workspace) -> bool:
+        """Enqueue on the stream ``handle``; False, with nothing enqueued, where a switch
+        changed since the steps were recorded."""
+        now = self.switches()
+        if now is not self.values and now != self.values:
+            return False
+        ensure_current(self.device_id)
+        base = workspace.ptr if self.uses_workspace else 0
+        for step in self.steps:
+            step.enqueue(handle, ptrs, base)
+        return True
+
+
 class Plan(abc.ABC, Generic[D, A, V]):
     """Base of every ``<Op>Plan``. ``D``: descriptor, ``A``: args, ``V``: the bound views."""
 
     NAME: ClassVar[str]
+    _MAX_BOUND: ClassVar[int] = 64  # bound runs kept a plan (all dropped when full)
 
     def __init__(self, desc: D, stream: Stream, device_id: int, pref: PlanPreference) -> None:
         self.desc = desc
         self.device_id = device_id
         self.preference = pref
         self._stream = stream
+        self._bound: dict[tuple[Any, ...], _BoundRun] = {}
 
     # -- construction -------------------------------------------------------------------
     @staticmethod
@@ -148,7 +205,22 @@ class Plan(abc.ABC, Generic[D, A, V]):
         return self.sku().precision_guarantee
 
     def run(self, stream: object, workspace: Workspace, args: A) -> None:
-        """Validate ``args`` and enqueue the kernel(s) on ``stream``: no sync, no allocation."""
+        """Validate ``args`` and enqueue the kernel(s) on ``stream``: no sync, no allocation.
+
+        Runs on plain torch CUDA tensors on torch's current stream are bound: a later run
+        whose tensors have the signatures of a checked one (dtype, shape, strides, device,
+        pointer mod 16: every check depends on these alone), on the same stream, with a
+        workspace of the same size, and no two of them at one address, replays what that
+        run enqueued with the new addresses, skipping the views and the launch code's
+        choices."""
+        bound = self._bound_key(stream, workspace, args)
+        if bound is not None:
+            hit = self._bound.get(bound[0])
+            if hit is not None and (workspace.nbytes > 0 or self.workspace_size() <= 0):
+                if hit.uses_workspace:
+                    self._check_workspace(workspace, self.workspace_size())
+                if hit.enqueue(bound[2], bound[1], workspace):
+                    return
         s = Stream.wrap(stream)
         sdev = s.device_id()
         if sdev is not None and sdev != self.device_id:
@@ -160,7 +232,67 @@ class Plan(abc.ABC, Generic[D, A, V]):
         need = self.workspace_size()
         if need > 0:
             self._check_workspace(workspace, need)
-        self._run_bound(s, workspace, views)
+        if bound is None:
+            self._run_bound(s, workspace, views)
+            return
+        with capturing() as captured:
+            self._run_bound(s, workspace, views)
+        switches = self._switches()
+        got = bind_steps(captured, bound[1], need) if switches is not None else None
+        if got is not None:
+            if len(self._bound) >= self._MAX_BOUND:
+                self._bound.clear()
+            self._bound[bound[0]] = _BoundRun(got[0], got[1], switches, self.device_id)  # type: ignore[arg-type]
+
+    def _switches(self) -> Switches | None:
+        """The function giving the values of the switches this plan's launch code reads (a
+        bound run holds while they keep them); None: runs are not bound."""
+        return None
+
+    def _bound_key(self, stream: object, workspace: Workspace,
+                   args: A) -> tuple[tuple[Any, ...], tuple[int, ...], int] | None:  # fmt: skip
+        """(key, the fields' addresses, the stream's handle) of a run that may be bound, else
+        None: a plan without switches, a capture already open (the functional API's),
+        a stream that is not a ``Stream`` or an int, args that are not a dataclass of plain
+        torch CUDA tensors (or None), two at one address, or torch's current stream on their
+        device other than the run's (DLPack would order it before the run's)."""
+        if not self._bound_ok or active():
+            return None
+        t = type(stream)
+        if t is Stream:
+            handle = stream.handle  # type: ignore[attr-defined]
+        elif t is int and stream >= 0:  # type: ignore[operator]
+            handle = stream
+        else:
+            return None
+        cls: type = type(args)
+        fields = _fields_of(cls)
+        if fields is None:
+            return None
+        sigs: list[object] = [cls, handle, workspace.nbytes, workspace.device_id]
+        ptrs: list[int] = []
+        dev = -1
+        for a in fields(args):
+            if a is None:
+                sigs.append(None)
+                ptrs.append(0)
+                continue
+            got = torch_signature(a)
+            if got is None:
+                return None
+            sigs.append(got[0])
+            ptrs.append(got[1])
+            dev = got[0][3]
+        live = [p for p in ptrs if p]
+        if dev < 0 or len(set(live)) != len(live):
+            return None
+        if not same_stream(torch_stream(dev), 1 if handle == 0 else handle):
+            return None
+        return tuple(sigs), tuple(ptrs), handle
+
+    @functools.cached_property
+    def _bound_ok(self) -> bool:
+        return self._switches() is not None
 
     def _run_bound(self, stream: Stream, workspace: Workspace, views: V) -> None:
         """Enqueue for ``views`` that ``_bind`` made (now, or before of arguments of the same

@@ -4,8 +4,12 @@ wrapped once."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import struct
 import sys
+import types
+from typing import Any
 
 import pytest
 
@@ -109,3 +113,117 @@ def test_stream_handles_are_wrapped_once() -> None:
     for h in range(300):  # bounded: dropped when full
         assert int(cu_stream(h + 1)) == h + 1
     assert len(_CU_STREAMS) <= 256
+
+
+def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int]) -> tuple[Any, Any]:
+    """A plan whose checked path records (``_bind``) and captures (``_run_bound``) one launch
+    of its args' addresses, over stand-in torch tensors (objects with a signature), with the
+    launch itself logged: the bound path's bookkeeping without a GPU."""
+    from baracuda import _plan
+    from baracuda._cuda import replay
+    from baracuda._cuda.memory import Workspace
+
+    launched: list[tuple[str, tuple[bytes, ...]]] = []
+
+    def fake_launch(fn: object, grid: tuple[int, int, int], block: int, smem: int,
+                    stream: object, args: Any, name: str = "", **kw: bool) -> None:  # fmt: skip
+        launched.append((f"{name}@{stream}", tuple(bytes(a) for a in args)))
+
+    monkeypatch.setattr(replay, "launch", fake_launch)
+    monkeypatch.setattr(_plan, "ensure_current", lambda dev: None)
+    monkeypatch.setattr(_plan, "torch_stream", lambda dev: current_stream[0])
+    monkeypatch.setattr(_plan, "torch_signature",
+                        lambda a: (a.sig, a.ptr) if isinstance(a, FakeTensor) else None)
+    switch = [0]
+
+    class Plan(_plan.Plan[None, Args, tuple[int, ...]]):
+        NAME = "FakePlan"
+        checked = 0
+
+        def sku(self) -> Any:
+            raise NotImplementedError
+
+        def _switches(self) -> _plan.Switches:
+            return lambda: (switch[0],)
+
+        def _bind(self, args: Args, stream: Any) -> tuple[int, ...]:
+            Plan.checked += 1
+            if args.a.sig[1] != args.out.sig[1]:
+                raise InvalidProblem("FakePlan: out must be like a")
+            return (args.a.ptr, args.out.ptr, 0 if args.b is None else args.b.ptr)
+
+        def _launch(self, stream: Any, workspace: Workspace, views: tuple[int, ...]) -> None:
+            name = f"k{switch[0]}" + ("" if views[2] else "-no-b")
+            fake_launch(None, (1, 1, 1), 32, 0, stream.handle, [struct.pack("@QQQ", *views)], name)
+            given = [p for p in views if p]  # an absent b's null is not a pointer to bind
+            replay.capture_launch("fn", (1, 1, 1), 32, name,
+                                  [struct.pack("@Q", p) for p in views], given)  # fmt: skip
+
+    plan = Plan(None, None, 0, None)  # type: ignore[arg-type]
+    plan.switch = switch  # type: ignore[attr-defined]
+    plan.launched = launched  # type: ignore[attr-defined]
+    return plan, Workspace.none()
+
+
+class FakeTensor:
+    def __init__(self, ptr: int, shape: tuple[int, ...] = (4, 8)) -> None:
+        self.ptr = ptr
+        self.sig = ("f32", shape, (shape[1], 1), 0, ptr & 15)
+
+
+@dataclasses.dataclass(frozen=True)
+class Args:
+    a: Any
+    out: Any
+    b: Any = None
+
+
+def test_plan_runs_bind_and_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan's run on torch tensors of signatures a checked run accepted, on torch's
+    current stream, replays that run's launches with the new addresses; other signatures,
+    streams, a shared address, an open capture or a changed switch take the checks."""
+    from baracuda._cuda import replay
+    from baracuda._cuda.stream import Stream
+
+    current = [0x77]
+    plan, ws = _fake_plan(monkeypatch, current)
+    launched = plan.launched
+    s = Stream(0x77, device_id=0)
+
+    def run(a: int, out: int, b: int | None = None, stream: Any = s,
+            shape: tuple[int, ...] = (4, 8)) -> tuple[int, tuple[bytes, ...]]:  # fmt: skip
+        before = type(plan).checked
+        plan.run(stream, ws, Args(FakeTensor(a, shape), FakeTensor(out, shape),
+                                  None if b is None else FakeTensor(b, shape)))  # fmt: skip
+        return type(plan).checked - before, launched[-1]
+
+    def ptrs(*p: int) -> tuple[bytes, ...]:
+        return tuple(struct.pack("@Q", x) for x in p)
+
+    first = (struct.pack("@QQQ", 1 << 20, 2 << 20, 0),)  # the checked path's own launch
+    assert run(1 << 20, 2 << 20) == (1, ("k0-no-b@119", first))
+    assert run(5 << 20, 6 << 20) == (0, ("k0-no-b@119", ptrs(5 << 20, 6 << 20, 0)))  # replayed
+    assert run(5 << 20, 6 << 20, 7 << 20)[0] == 1  # b given: another key
+    assert run(8 << 20, 9 << 20, 3 << 20) == (0, ("k0@119", ptrs(8 << 20, 9 << 20, 3 << 20)))
+    assert run(8 << 20 | 4, 9 << 20)[0] == 1  # another alignment: another signature
+    assert run(8 << 20, 8 << 20)[0] == 1  # in place: never replayed
+    assert run(8 << 20, 8 << 20)[0] == 1
+    assert run(3 << 20, 4 << 20, shape=(2, 16))[0] == 1  # another shape
+    assert run(3 << 20, 4 << 20)[0] == 0
+    assert run(3 << 20, 4 << 20, stream=0x77)[0] == 0  # the raw handle of the same stream
+    current[0] = 0x55  # torch's current stream is another: DLPack orders it, so checked
+    assert run(3 << 20, 4 << 20)[0] == 1 and run(3 << 20, 4 << 20)[0] == 1
+    current[0] = 0x77
+    plan.switch[0] = 1  # a switch changed: checked again, and bound anew
+    first = (struct.pack("@QQQ", 1 << 24, 2 << 24, 0),)
+    assert run(1 << 24, 2 << 24) == (1, ("k1-no-b@119", first))
+    assert run(3 << 24, 4 << 24) == (0, ("k1-no-b@119", ptrs(3 << 24, 4 << 24, 0)))
+    with replay.capturing() as cap:  # the functional API's capture: not bound here
+        assert run(3 << 24, 4 << 24)[0] == 1
+    assert len(cap) == 1
+    with pytest.raises(InvalidProblem, match="out must be like a"):
+        plan.run(s, ws, Args(FakeTensor(1 << 20), FakeTensor(2 << 20, (2, 16))))
+    before = type(plan).checked
+    plan.run(s, ws, types.SimpleNamespace(a=FakeTensor(1 << 20), out=FakeTensor(2 << 20), b=None))
+    plan.run(s, ws, types.SimpleNamespace(a=FakeTensor(1 << 20), out=FakeTensor(2 << 20), b=None))
+    assert type(plan).checked == before + 2  # args that are not a dataclass: checked

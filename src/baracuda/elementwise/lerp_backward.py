@@ -10,7 +10,7 @@ from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
-from baracuda._plan import Plan, deterministic_precision
+from baracuda._plan import Plan, Switches, deterministic_precision, no_switches
 from baracuda.elementwise._launch import ElementwiseLauncher
 from baracuda.elementwise.lerp import (
     BWD_BLOCK,
@@ -83,6 +83,9 @@ class BinaryParamBackwardPlan(
         check_binary_param(cls.NAME, desc.kind, desc.shape, desc.element, desc.weight)
         s, device_id, module = cls._open(stream, LERP_SOURCE, desc.element)
         return cls(desc, s, device_id, pref or PlanPreference(), module)
+
+    def _switches(self) -> Switches:
+        return no_switches
 
     def sku(self) -> KernelSku:
         return KernelSku(OpCategory.BINARY_ELEMENTWISE, "lerp_backward", self.desc.element,

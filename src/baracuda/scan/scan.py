@@ -11,7 +11,14 @@ from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
-from baracuda._plan import Plan, check_element, check_shape, deterministic_precision, normalize_axis
+from baracuda._plan import (
+    Plan,
+    Switches,
+    check_element,
+    check_shape,
+    deterministic_precision,
+    normalize_axis,
+)
 from baracuda.errors import InvalidProblem, Unsupported
 from baracuda.scan._kernels import (
     IN0,
@@ -22,6 +29,7 @@ from baracuda.scan._kernels import (
     scan_source,
     slot,
     state_bytes,
+    switch_values,
 )
 from baracuda.types import (
     BackendKind,
@@ -152,6 +160,9 @@ class ScanPlanBase(Plan[DS, AS, VS]):
 
     def workspace_size(self) -> int:
         return self._ws
+
+    def _switches(self) -> Switches:
+        return switch_values
 
     def sku(self) -> KernelSku:
         d = self.desc

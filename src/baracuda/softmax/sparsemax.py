@@ -10,7 +10,14 @@ from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
-from baracuda._plan import Plan, check_element, check_shape, deterministic_precision, normalize_axis
+from baracuda._plan import (
+    Plan,
+    Switches,
+    check_element,
+    check_shape,
+    deterministic_precision,
+    normalize_axis,
+)
 from baracuda.softmax._rows import (
     SPARSEMAX_SOURCE,
     FwdSplit,
@@ -18,6 +25,7 @@ from baracuda.softmax._rows import (
     check_in_place,
     fwd_split,
     launch_rows,
+    switch_values,
     variant_for,
 )
 from baracuda.types import BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
@@ -114,6 +122,9 @@ class SparsemaxPlanBase(Plan[DS, AS, tuple[TensorView, ...]]):
 
     def workspace_size(self) -> int:
         return self._split.workspace_size(self.desc.element) if self._split else 0
+
+    def _switches(self) -> Switches:
+        return switch_values
 
     def _launch(self, stream: Stream, workspace: Workspace,
                 views: tuple[TensorView, ...]) -> None:  # fmt: skip
