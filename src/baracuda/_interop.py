@@ -22,6 +22,9 @@ __all__ = [
     "torch_stream",
     "torch_empty",
     "same_stream",
+    "cupy_signature",
+    "array_signature",
+    "framework_stream",
 ]
 
 _TORCH_DTYPES: dict[Any, tuple[int, int]] = {}
@@ -125,6 +128,41 @@ def torch_signature(x: Any) -> tuple[tuple[Any, ...], int] | None:
         return None
     ptr = x.data_ptr()
     return _signature(x, dev, ptr), ptr
+
+
+def cupy_signature(x: Any) -> tuple[tuple[Any, ...], int] | None:
+    """``torch_signature`` for a ``cupy.ndarray`` (of a dtype with a DLPack code and strides
+    in whole elements: what ``_cupy_view`` reads off its attributes), else None: (dtype,
+    shape, byte strides, device, pointer mod 16), and the data pointer."""
+    cupy = sys.modules.get("cupy")
+    if cupy is None or type(x) is not cupy.ndarray:
+        return None
+    dtype = x.dtype
+    strides = x.strides
+    item = dtype.itemsize
+    if dlpack_dtype(dtype)[0] < 0 or any(s % item for s in strides):
+        return None
+    ptr = int(x.data.ptr)
+    return (dtype, x.shape, strides, int(x.device.id), ptr & 15), ptr
+
+
+def array_signature(x: Any) -> tuple[str, tuple[Any, ...], int] | None:
+    """(framework, signature, data pointer) of a plain torch CUDA tensor or a CuPy array
+    (``torch_signature``, ``cupy_signature``), else None."""
+    got = torch_signature(x)
+    if got is not None:
+        return "torch", got[0], got[1]
+    got = cupy_signature(x)
+    if got is not None:
+        return "cupy", got[0], got[1]
+    return None
+
+
+def framework_stream(framework: str, device: int) -> int:
+    """The current stream of ``framework`` ("torch" or "cupy", imported) on ``device``."""
+    if framework == "torch":
+        return _torch_stream(sys.modules["torch"], device)
+    return _cupy_stream(sys.modules["cupy"], device)
 
 
 def _signature(x: Any, dev: int, ptr: int) -> tuple[Any, ...]:

@@ -23,7 +23,7 @@ from baracuda._cuda.replay import Step, active, bind_steps, capturing
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
-from baracuda._interop import same_stream, torch_signature, torch_stream
+from baracuda._interop import array_signature, framework_stream, same_stream
 from baracuda.errors import InvalidProblem, MisalignedOperand, Unsupported, WorkspaceTooSmall
 from baracuda.types import (
     ElementKind,
@@ -207,12 +207,12 @@ class Plan(abc.ABC, Generic[D, A, V]):
     def run(self, stream: object, workspace: Workspace, args: A) -> None:
         """Validate ``args`` and enqueue the kernel(s) on ``stream``: no sync, no allocation.
 
-        Runs on plain torch CUDA tensors on torch's current stream are bound: a later run
-        whose tensors have the signatures of a checked one (dtype, shape, strides, device,
-        pointer mod 16: every check depends on these alone), on the same stream, with a
-        workspace of the same size, and no two of them at one address, replays what that
-        run enqueued with the new addresses, skipping the views and the launch code's
-        choices."""
+        Runs on plain torch CUDA tensors or CuPy arrays on their framework's current stream
+        are bound: a later run whose arrays have the signatures of a checked one (dtype,
+        shape, strides, device, pointer mod 16: every check depends on these alone), on the
+        same stream, with a workspace of the same size, and no two of them at one address,
+        replays what that run enqueued with the new addresses, skipping the views and the
+        launch code's choices."""
         bound = self._bound_key(stream, workspace, args)
         if bound is not None:
             hit = self._bound.get(bound[0])
@@ -254,8 +254,9 @@ class Plan(abc.ABC, Generic[D, A, V]):
         """(key, the fields' addresses, the stream's handle) of a run that may be bound, else
         None: a plan without switches, a capture already open (the functional API's),
         a stream that is not a ``Stream`` or an int, args that are not a dataclass of plain
-        torch CUDA tensors (or None), two at one address, or torch's current stream on their
-        device other than the run's (DLPack would order it before the run's)."""
+        torch CUDA tensors or of CuPy arrays (or None), two at one address, or their
+        framework's current stream on their device other than the run's (DLPack would order
+        it before the run's)."""
         if not self._bound_ok or active():
             return None
         t = type(stream)
@@ -271,22 +272,23 @@ class Plan(abc.ABC, Generic[D, A, V]):
             return None
         sigs: list[object] = [cls, handle, workspace.nbytes, workspace.device_id]
         ptrs: list[int] = []
-        dev = -1
+        fw, dev = "", -1
         for a in fields(args):
             if a is None:
                 sigs.append(None)
                 ptrs.append(0)
                 continue
-            got = torch_signature(a)
-            if got is None:
+            got = array_signature(a)
+            if got is None or (fw and got[0] != fw):
                 return None
-            sigs.append(got[0])
-            ptrs.append(got[1])
-            dev = got[0][3]
+            fw = got[0]
+            sigs.append(got[1])
+            ptrs.append(got[2])
+            dev = got[1][3]
         live = [p for p in ptrs if p]
         if dev < 0 or len(set(live)) != len(live):
             return None
-        if not same_stream(torch_stream(dev), 1 if handle == 0 else handle):
+        if not same_stream(framework_stream(fw, dev), 1 if handle == 0 else handle):
             return None
         return tuple(sigs), tuple(ptrs), handle
 

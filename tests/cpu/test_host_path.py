@@ -131,9 +131,10 @@ def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int]) -> tu
 
     monkeypatch.setattr(replay, "launch", fake_launch)
     monkeypatch.setattr(_plan, "ensure_current", lambda dev: None)
-    monkeypatch.setattr(_plan, "torch_stream", lambda dev: current_stream[0])
-    monkeypatch.setattr(_plan, "torch_signature",
-                        lambda a: (a.sig, a.ptr) if isinstance(a, FakeTensor) else None)
+    monkeypatch.setattr(_plan, "framework_stream",
+                        lambda fw, dev: current_stream[0] if fw == "torch" else 0x99)
+    monkeypatch.setattr(_plan, "array_signature",
+                        lambda a: (a.fw, a.sig, a.ptr) if isinstance(a, FakeTensor) else None)
     switch = [0]
 
     class Plan(_plan.Plan[None, Args, tuple[int, ...]]):
@@ -166,8 +167,9 @@ def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int]) -> tu
 
 
 class FakeTensor:
-    def __init__(self, ptr: int, shape: tuple[int, ...] = (4, 8)) -> None:
+    def __init__(self, ptr: int, shape: tuple[int, ...] = (4, 8), fw: str = "torch") -> None:
         self.ptr = ptr
+        self.fw = fw
         self.sig = ("f32", shape, (shape[1], 1), 0, ptr & 15)
 
 
@@ -221,9 +223,48 @@ def test_plan_runs_bind_and_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     with replay.capturing() as cap:  # the functional API's capture: not bound here
         assert run(3 << 24, 4 << 24)[0] == 1
     assert len(cap) == 1
+    mixed = Args(FakeTensor(1 << 20), FakeTensor(2 << 20, fw="cupy"))  # two frameworks
+    before = type(plan).checked
+    plan.run(s, ws, mixed)
+    plan.run(s, ws, mixed)
+    assert type(plan).checked == before + 2
+    cupy_stream = Stream(0x99, device_id=0)  # CuPy's current stream: bound on its own key
+    both = [Args(FakeTensor(p << 20, fw="cupy"), FakeTensor(q << 20, fw="cupy")) for p, q in
+            ((1, 2), (3, 4))]  # fmt: skip
+    for a in both:
+        plan.run(cupy_stream, ws, a)
+    assert type(plan).checked == before + 3 and launched[-1][1] == ptrs(3 << 20, 4 << 20, 0)
+    plan.run(s, ws, both[0])  # not CuPy's current stream: checked
+    assert type(plan).checked == before + 4
     with pytest.raises(InvalidProblem, match="out must be like a"):
         plan.run(s, ws, Args(FakeTensor(1 << 20), FakeTensor(2 << 20, (2, 16))))
     before = type(plan).checked
     plan.run(s, ws, types.SimpleNamespace(a=FakeTensor(1 << 20), out=FakeTensor(2 << 20), b=None))
     plan.run(s, ws, types.SimpleNamespace(a=FakeTensor(1 << 20), out=FakeTensor(2 << 20), b=None))
     assert type(plan).checked == before + 2  # args that are not a dataclass: checked
+
+
+def test_cupy_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CuPy array's signature is what its view is read off (dtype, shape, byte strides,
+    device, pointer mod 16); arrays its view is not read off (a dtype without a DLPack code,
+    strides in parts of elements) have none, and neither has anything else."""
+    import numpy as np
+
+    from baracuda import _interop
+
+    class ndarray:  # CuPy's class name
+        def __init__(self, ptr: int, dtype: str, shape: tuple[int, ...],
+                     strides: tuple[int, ...]) -> None:  # fmt: skip
+            self.data = types.SimpleNamespace(ptr=ptr)
+            self.device = types.SimpleNamespace(id=1)
+            self.dtype, self.shape, self.strides = np.dtype(dtype), shape, strides
+
+    fake = types.ModuleType("cupy")
+    fake.ndarray = ndarray  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    f32 = np.dtype("float32")
+    a = ndarray(0x1004, "float32", (3, 4), (4, 12))
+    assert _interop.array_signature(a) == ("cupy", (f32, (3, 4), (4, 12), 1, 4), 0x1004)
+    assert _interop.array_signature(ndarray(0x1000, "float32", (3, 4), (16, 2))) is None
+    assert _interop.array_signature(ndarray(0x1000, "complex64", (3,), (8,))) is None
+    assert _interop.array_signature(np.zeros(3)) is None

@@ -182,3 +182,44 @@ def test_in_place_sparsemax_after_bound_runs(element: ElementKind) -> None:
             plan.run(s, bc.Workspace.none(), args)
             torch.cuda.synchronize()
             assert_close(got, wantv, element, what=f"{op} in place, run {seed}")
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("case", ["lerp", "cumsum", "cummax", "cumprod_backward", "sparsemax"])
+def test_cupy_bound_runs_equal_checked_runs(case: str, layout: str) -> None:
+    """Runs on CuPy arrays on CuPy's current stream are bound the same way."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        cupy.zeros(1).sum()
+    except Exception as e:  # a CuPy built for another CUDA major version
+        pytest.skip(f"CuPy cannot run here: {type(e).__name__}")
+    select, make = CASES[case]
+    s = bc.Stream(int(cupy.cuda.get_current_stream().ptr), device_id=0)
+    plan = select(s, ElementKind.F32)
+    ws = _workspace(plan)
+
+    def to_cupy(args: Any) -> tuple[Any, list[Any]]:
+        conv = {f: (None if v is None else cupy.asarray(v)) for f, v in vars_of(args).items()}
+        return type(args)(**conv), [conv[f] for f in conv]
+
+    for seed in range(3):
+        args, _ = make(layout, torch.float32, 10 * seed)
+        cargs, carrays = to_cupy(args)
+        torch.cuda.synchronize()
+        plan.run(s, ws, cargs)
+        fresh = select(s, ElementKind.F32)
+        fargs, _ = make(layout, torch.float32, 10 * seed)
+        fcargs, farrays = to_cupy(fargs)
+        torch.cuda.synchronize()
+        fresh.run(s, _workspace(fresh), fcargs)
+        cupy.cuda.get_current_stream().synchronize()
+        for o, f in zip(carrays, farrays, strict=True):
+            if o is not None:
+                assert cupy.array_equal(o, f, equal_nan=True), f"{case} run {seed}"
+    assert len(plan._bound) == 1
+
+
+def vars_of(args: Any) -> dict[str, Any]:
+    import dataclasses
+
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
