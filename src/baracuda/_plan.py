@@ -132,10 +132,11 @@ class _BoundRun:
     tensors of the same signatures while the switches the launch code read keep their
     values."""
 
-    __slots__ = ("device_id", "steps", "switches", "uses_workspace", "values")
+    __slots__ = ("device_id", "note", "steps", "switches", "uses_workspace", "values")
 
     def __init__(self, steps: tuple[Step, ...], uses_workspace: bool, switches: Switches,
-                 device_id: int) -> None:  # fmt: skip
+                 device_id: int, note: object = None) -> None:  # fmt: skip
+        self.note = note  # Plan._note after the checked run
         self.steps = steps
         self.uses_workspace = uses_workspace
         self.switches = switches
@@ -216,10 +217,12 @@ class Plan(abc.ABC, Generic[D, A, V]):
         bound = self._bound_key(stream, workspace, args)
         if bound is not None:
             hit = self._bound.get(bound[0])
-            if hit is not None and (workspace.nbytes > 0 or self.workspace_size() <= 0):
-                if hit.uses_workspace:
-                    self._check_workspace(workspace, self.workspace_size())
+            if hit is not None:
+                need = self.workspace_size()
+                if need > 0:  # a bound key's size passed; its address may not
+                    self._check_workspace(workspace, need)
                 if hit.enqueue(bound[2], bound[1], workspace):
+                    self._replayed(hit.note)
                     return
         s = Stream.wrap(stream)
         sdev = s.device_id()
@@ -242,12 +245,21 @@ class Plan(abc.ABC, Generic[D, A, V]):
         if got is not None:
             if len(self._bound) >= self._MAX_BOUND:
                 self._bound.clear()
-            self._bound[bound[0]] = _BoundRun(got[0], got[1], switches, self.device_id)  # type: ignore[arg-type]
+            self._bound[bound[0]] = _BoundRun(got[0], got[1], switches, self.device_id,  # type: ignore[arg-type]
+                                              self._note())  # fmt: skip
 
     def _switches(self) -> Switches | None:
         """The function giving the values of the switches this plan's launch code reads (a
         bound run holds while they keep them); None: runs are not bound."""
         return None
+
+    def _note(self) -> object:
+        """What a checked run leaves on the plan for its caller to read (e.g. the variant
+        run), kept with the bound run it becomes and restored by ``_replayed``."""
+        return None
+
+    def _replayed(self, note: object) -> None:
+        """After a bound run: restore what its checked run left (``_note``)."""
 
     def _bound_key(self, stream: object, workspace: Workspace,
                    args: A) -> tuple[tuple[Any, ...], tuple[int, ...], int] | None:  # fmt: skip

@@ -153,8 +153,15 @@ def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int]) -> tu
                 raise InvalidProblem("FakePlan: out must be like a")
             return (args.a.ptr, args.out.ptr, 0 if args.b is None else args.b.ptr)
 
+        def _note(self) -> object:
+            return self.variant
+
+        def _replayed(self, note: object) -> None:
+            self.variant = note
+
         def _launch(self, stream: Any, workspace: Workspace, views: tuple[int, ...]) -> None:
             name = f"k{switch[0]}" + ("" if views[2] else "-no-b")
+            self.variant = name
             fake_launch(None, (1, 1, 1), 32, 0, stream.handle, [struct.pack("@QQQ", *views)], name)
             given = [p for p in views if p]  # an absent b's null is not a pointer to bind
             replay.capture_launch("fn", (1, 1, 1), 32, name,
@@ -207,6 +214,8 @@ def test_plan_runs_bind_and_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run(5 << 20, 6 << 20) == (0, ("k0-no-b@119", ptrs(5 << 20, 6 << 20, 0)))  # replayed
     assert run(5 << 20, 6 << 20, 7 << 20)[0] == 1  # b given: another key
     assert run(8 << 20, 9 << 20, 3 << 20) == (0, ("k0@119", ptrs(8 << 20, 9 << 20, 3 << 20)))
+    assert plan.variant == "k0"
+    assert run(5 << 20, 6 << 20)[0] == 0 and plan.variant == "k0-no-b"  # the replayed run's
     assert run(8 << 20 | 4, 9 << 20)[0] == 1  # another alignment: another signature
     assert run(8 << 20, 8 << 20)[0] == 1  # in place: never replayed
     assert run(8 << 20, 8 << 20)[0] == 1

@@ -148,6 +148,7 @@ def test_bound_runs_equal_checked_runs(case: str, element: ElementKind, layout: 
         fargs, fouts = make(layout, dt, 10 * seed)
         fresh.run(s, _workspace(fresh), fargs)
         torch.cuda.synchronize()
+        assert getattr(plan, "last_variant", None) == getattr(fresh, "last_variant", None)
         for o, f in zip(outs, fouts, strict=True):
             assert not (o.isnan() & ~f.isnan()).any(), f"{case} run {seed}: unwritten"
             assert torch.equal(o.view(torch.uint8) if o.is_floating_point() else o,

@@ -126,6 +126,12 @@ class SparsemaxPlanBase(Plan[DS, AS, tuple[TensorView, ...]]):
     def _switches(self) -> Switches:
         return switch_values
 
+    def _note(self) -> object:
+        return self.last_variant
+
+    def _replayed(self, note: object) -> None:
+        self.last_variant = str(note)
+
     def _launch(self, stream: Stream, workspace: Workspace,
                 views: tuple[TensorView, ...]) -> None:  # fmt: skip
         self.last_variant = launch_rows(self._module, self.DIRECTION, stream, views, self.axis,
