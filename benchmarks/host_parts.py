@@ -14,29 +14,8 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import time
 from collections.abc import Callable
 from typing import Any
-
-
-def _timer(calls: int, rounds: int) -> Callable[[Callable[[], object]], float]:
-    import torch
-
-    def t(fn: Callable[[], object]) -> float:
-        for _ in range(200):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
-            times.append((t1 - t0) / calls * 1e6)
-        return sorted(times)[rounds // 2]
-
-    return t
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,6 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
     import baracuda as bc
+    from baracuda._bench import host_time
     from baracuda._cuda.device import ensure_current
     from baracuda._interop import torch_signature, torch_stream
     from baracuda.scan import api as scan_api
@@ -113,9 +93,9 @@ def main(argv: list[str] | None = None) -> None:
         "cuda.core launch": lambda: launch(core_stream, cfg, kern, a.data_ptr(), b.data_ptr(), 5),
         "torch.cuda._sleep(0) (torch's launch)": lambda: torch.cuda._sleep(0),  # type: ignore[no-untyped-call]
     }
-    t = _timer(args.calls, args.rounds)
     card = torch.cuda.get_device_name()
-    rows = [{"part": k, "host_us": t(f)} for k, f in parts.items()]
+    rows = [{"part": k, "host_us": host_time(f, args.calls, args.rounds, warmup=200)}
+            for k, f in parts.items()]  # fmt: skip
     print(f"host time of each part on {card}'s host, median of {args.rounds} rounds of "
           f"{args.calls}\n")  # fmt: skip
     print("| part | µs |\n| --- | ---: |")

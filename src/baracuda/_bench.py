@@ -95,6 +95,26 @@ def _cupy_copy(x: Any) -> Any:
         return None
 
 
+def host_time(fn: Callable[[], object], calls: int, rounds: int, warmup: int = 100) -> float:
+    """Host time of one call of ``fn`` (µs): ``calls`` calls back to back (the GPU queue kept
+    busy; the host's time bounds the loop where the kernels are small), the median of
+    ``rounds`` rounds, after ``warmup`` calls; the GPU drains between rounds."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        times.append((t1 - t0) / calls * 1e6)
+    return sorted(times)[rounds // 2]
+
+
 def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dict[str, Any]]:
     """Host time per call (µs) of small launches, queue kept non-empty: every functional op
     on (64, ``n``) f32 torch tensors (lerp on ``n`` elements, with ``plan.run``), forward and
@@ -151,19 +171,7 @@ def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dic
         fns["cupy.cumsum"] = (lambda: cumsum(xc, axis=1), x.numel(), None)
     rows = []
     for name, (fn, size, peer) in fns.items():
-        for _ in range(100):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
-            times.append((t1 - t0) / calls * 1e6)
-        times.sort()
-        row: dict[str, Any] = {"call": name, "n": size, "host_us": times[len(times) // 2]}
+        row: dict[str, Any] = {"call": name, "n": size, "host_us": host_time(fn, calls, rounds)}
         if peer is not None:
             row["peer"] = peer
         rows.append(row)

@@ -241,12 +241,12 @@ class Plan(abc.ABC, Generic[D, A, V]):
         with capturing() as captured:
             self._run_bound(s, workspace, views)
         switches = self._switches()
-        got = bind_steps(captured, bound[1], need) if switches is not None else None
-        if got is not None:
-            if len(self._bound) >= self._MAX_BOUND:
-                self._bound.clear()
-            self._bound[bound[0]] = _BoundRun(got[0], got[1], switches, self.device_id,  # type: ignore[arg-type]
-                                              self._note())  # fmt: skip
+        got = bind_steps(captured, bound[1], need)
+        if switches is None or got is None:  # pointers neither the args' nor the workspace's
+            return
+        if len(self._bound) >= self._MAX_BOUND:
+            self._bound.clear()
+        self._bound[bound[0]] = _BoundRun(got[0], got[1], switches, self.device_id, self._note())
 
     def _switches(self) -> Switches | None:
         """The function giving the values of the switches this plan's launch code reads (a

@@ -277,3 +277,22 @@ def test_cupy_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _interop.array_signature(ndarray(0x1000, "float32", (3, 4), (16, 2))) is None
     assert _interop.array_signature(ndarray(0x1000, "complex64", (3,), (8,))) is None
     assert _interop.array_signature(np.zeros(3)) is None
+
+
+def test_host_time_is_the_median_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_bench.host_time``: ``warmup`` calls, then ``rounds`` rounds of ``calls`` calls, the
+    GPU drained after each (here a stand-in), and the median round's time a call."""
+    import time
+
+    import torch
+
+    from baracuda import _bench
+
+    syncs: list[int] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: syncs.append(1))
+    clock = iter([0.0, 0.003, 1.0, 1.001, 2.0, 2.002])  # rounds of 3, 1 and 2 ms
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
+    calls: list[int] = []
+    got = _bench.host_time(lambda: calls.append(1), calls=10, rounds=3, warmup=5)
+    assert len(calls) == 5 + 30 and len(syncs) == 4
+    assert got == pytest.approx(200.0)  # 2 ms / 10 calls, in µs
