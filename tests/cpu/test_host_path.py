@@ -115,10 +115,12 @@ def test_stream_handles_are_wrapped_once() -> None:
     assert len(_CU_STREAMS) <= 256
 
 
-def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int]) -> tuple[Any, Any]:
+def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int],
+               need: int = 0) -> tuple[Any, Any]:  # fmt: skip
     """A plan whose checked path records (``_bind``) and captures (``_run_bound``) one launch
-    of its args' addresses, over stand-in torch tensors (objects with a signature), with the
-    launch itself logged: the bound path's bookkeeping without a GPU."""
+    of its args' addresses (and, ``need`` > 0, of a pointer 64 bytes into its workspace of
+    ``need`` bytes), over stand-in torch tensors (objects with a signature), with the launch
+    itself logged: the bound path's bookkeeping without a GPU."""
     from baracuda import _plan
     from baracuda._cuda import replay
     from baracuda._cuda.memory import Workspace
@@ -144,6 +146,9 @@ def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int]) -> tu
         def sku(self) -> Any:
             raise NotImplementedError
 
+        def workspace_size(self) -> int:
+            return need
+
         def _switches(self) -> _plan.Switches:
             return lambda: (switch[0],)
 
@@ -162,10 +167,15 @@ def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int]) -> tu
         def _launch(self, stream: Any, workspace: Workspace, views: tuple[int, ...]) -> None:
             name = f"k{switch[0]}" + ("" if views[2] else "-no-b")
             self.variant = name
-            fake_launch(None, (1, 1, 1), 32, 0, stream.handle, [struct.pack("@QQQ", *views)], name)
             given = [p for p in views if p]  # an absent b's null is not a pointer to bind
-            replay.capture_launch("fn", (1, 1, 1), 32, name,
-                                  [struct.pack("@Q", p) for p in views], given)  # fmt: skip
+            raws = [struct.pack("@Q", p) for p in given]
+            states: tuple[tuple[int, int, int], ...] = ()
+            if need:  # a pointer into the workspace, after the arrays'
+                states = ((len(raws), 0, 64),)
+                raws.append(struct.pack("@Q", workspace.ptr + 64))
+            fake_launch(None, (1, 1, 1), 32, 0, stream.handle, raws, name)
+            replay.capture_launch("fn", (1, 1, 1), 32, name, raws, given, states,
+                                  workspace.ptr)  # fmt: skip
 
     plan = Plan(None, None, 0, None)  # type: ignore[arg-type]
     plan.switch = switch  # type: ignore[attr-defined]
@@ -209,9 +219,8 @@ def test_plan_runs_bind_and_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     def ptrs(*p: int) -> tuple[bytes, ...]:
         return tuple(struct.pack("@Q", x) for x in p)
 
-    first = (struct.pack("@QQQ", 1 << 20, 2 << 20, 0),)  # the checked path's own launch
-    assert run(1 << 20, 2 << 20) == (1, ("k0-no-b@119", first))
-    assert run(5 << 20, 6 << 20) == (0, ("k0-no-b@119", ptrs(5 << 20, 6 << 20, 0)))  # replayed
+    assert run(1 << 20, 2 << 20) == (1, ("k0-no-b@119", ptrs(1 << 20, 2 << 20)))
+    assert run(5 << 20, 6 << 20) == (0, ("k0-no-b@119", ptrs(5 << 20, 6 << 20)))  # replayed
     assert run(5 << 20, 6 << 20, 7 << 20)[0] == 1  # b given: another key
     assert run(8 << 20, 9 << 20, 3 << 20) == (0, ("k0@119", ptrs(8 << 20, 9 << 20, 3 << 20)))
     assert plan.variant == "k0"
@@ -226,9 +235,8 @@ def test_plan_runs_bind_and_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run(3 << 20, 4 << 20)[0] == 1 and run(3 << 20, 4 << 20)[0] == 1
     current[0] = 0x77
     plan.switch[0] = 1  # a switch changed: checked again, and bound anew
-    first = (struct.pack("@QQQ", 1 << 24, 2 << 24, 0),)
-    assert run(1 << 24, 2 << 24) == (1, ("k1-no-b@119", first))
-    assert run(3 << 24, 4 << 24) == (0, ("k1-no-b@119", ptrs(3 << 24, 4 << 24, 0)))
+    assert run(1 << 24, 2 << 24) == (1, ("k1-no-b@119", ptrs(1 << 24, 2 << 24)))
+    assert run(3 << 24, 4 << 24) == (0, ("k1-no-b@119", ptrs(3 << 24, 4 << 24)))
     with replay.capturing() as cap:  # the functional API's capture: not bound here
         assert run(3 << 24, 4 << 24)[0] == 1
     assert len(cap) == 1
@@ -242,7 +250,7 @@ def test_plan_runs_bind_and_replay(monkeypatch: pytest.MonkeyPatch) -> None:
             ((1, 2), (3, 4))]  # fmt: skip
     for a in both:
         plan.run(cupy_stream, ws, a)
-    assert type(plan).checked == before + 3 and launched[-1][1] == ptrs(3 << 20, 4 << 20, 0)
+    assert type(plan).checked == before + 3 and launched[-1][1] == ptrs(3 << 20, 4 << 20)
     plan.run(s, ws, both[0])  # not CuPy's current stream: checked
     assert type(plan).checked == before + 4
     with pytest.raises(InvalidProblem, match="out must be like a"):
@@ -296,3 +304,33 @@ def test_host_time_is_the_median_round(monkeypatch: pytest.MonkeyPatch) -> None:
     got = _bench.host_time(lambda: calls.append(1), calls=10, rounds=3, warmup=5)
     assert len(calls) == 5 + 30 and len(syncs) == 4
     assert got == pytest.approx(200.0)  # 2 ms / 10 calls, in µs
+
+
+def test_bound_runs_check_their_workspace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bound run patches the workspace's address into its launches and checks the
+    workspace as a checked run does: another address is fine, a misaligned one or one too
+    small is refused with the plan's typed error."""
+    from baracuda._cuda.memory import Workspace
+    from baracuda._cuda.stream import Stream
+    from baracuda.errors import MisalignedOperand, WorkspaceTooSmall
+
+    plan, _ = _fake_plan(monkeypatch, [0x77], need=512)
+    s = Stream(0x77, device_id=0)
+
+    def run(ws: Workspace, a: int = 1 << 20) -> tuple[int, tuple[bytes, ...]]:
+        before = type(plan).checked
+        plan.run(s, ws, Args(FakeTensor(a), FakeTensor(a + (1 << 20))))
+        return type(plan).checked - before, plan.launched[-1][1]
+
+    def args(a: int, ws: int) -> tuple[bytes, ...]:
+        return tuple(struct.pack("@Q", p) for p in (a, a + (1 << 20), ws + 64))
+
+    assert run(Workspace(1 << 32, 512, 0)) == (1, args(1 << 20, 1 << 32))
+    assert run(Workspace(3 << 32, 512, 0), 5 << 20) == (0, args(5 << 20, 3 << 32))  # replayed
+    with pytest.raises(MisalignedOperand, match="256-byte aligned"):
+        run(Workspace((3 << 32) + 16, 512, 0))
+    with pytest.raises(WorkspaceTooSmall):
+        run(Workspace(3 << 32, 256, 0))
+    with pytest.raises(WorkspaceTooSmall):
+        run(Workspace.none())
+    assert run(Workspace(7 << 32, 4096, 0)) == (1, args(1 << 20, 7 << 32))  # another size
