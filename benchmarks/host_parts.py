@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("bc.cumsum of a (64, 1024) f32 tensor was not bound with prepared "
                          "launches: nothing to take apart")  # fmt: skip
     ptrs = (bound[0][1], y.data_ptr(), 0)
-    step = fast._steps[0]
+    step = fast._bound.steps[0]
 
     dev = Device(torch.cuda.current_device())
     dev.set_current()

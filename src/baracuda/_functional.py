@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from baracuda._cuda.device import ensure_current
 from baracuda._cuda.memory import Workspace
-from baracuda._cuda.replay import Captured, Step, bind_steps
+from baracuda._cuda.replay import BoundSteps, Captured
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS, element_kind_of
@@ -220,6 +220,7 @@ class _BoundPlan(Protocol[V]):
     device_id: int
 
     def workspace_size(self) -> int: ...
+    def _switches(self) -> Callable[[], tuple[object, ...]] | None: ...
     def _run_bound(self, stream: Stream, workspace: Workspace, views: V) -> None: ...
 
 
@@ -324,62 +325,58 @@ class BoundCalls:
 
 class FastCall:
     """A bound call's launches, prepared: the steps a checked call of a plan enqueued (their
-    pointers taken from the call's arrays and from the workspace), enqueued again for arrays
-    of the same signatures on torch's current stream, with a scratch workspace where a step
-    uses one. It skips the plan's per-call path (views, the launch recipes' keys, the
-    parameters' construction): on an H100's host, bc.cumsum of a (64, 1024) f32 tensor took
-    26.1 us a call through ``run_bound`` and 14.9 this way, against 10.2 for torch.cumsum
-    (docs/benchmarks.md, round 24); with each step's argument buffers kept a thread, 11.5 on
-    an H200's host against 14.8 (round 32). Valid while the switches the steps were chosen under
-    (``switches()``, compared at each call) keep their values."""
+    pointers taken from the call's arrays and from the workspace: ``replay.BoundSteps``),
+    enqueued again for arrays of the same signatures on torch's current stream, with a
+    scratch workspace where a step uses one. It skips the plan's per-call path (views, the
+    launch recipes' keys, the parameters' construction): on an H100's host, bc.cumsum of a
+    (64, 1024) f32 tensor took 26.1 us a call through ``run_bound`` and 14.9 this way, against
+    10.2 for torch.cumsum (docs/benchmarks.md, round 24); with each step's argument buffers
+    kept a thread, 11.5 on an H200's host against 14.8 (round 32). Valid while the switches
+    the plan's launch code reads (``Plan._switches``) keep their values."""
 
-    __slots__ = ("_device_id", "_steps", "_switches", "_values", "_ws_bytes")
+    __slots__ = ("_bound", "_ws_bytes")
 
-    def __init__(self, steps: Sequence[Step], ws_bytes: int,
-                 switches: Callable[[], tuple[object, ...]], device_id: int) -> None:  # fmt: skip
-        """``steps`` bound by ``replay.bind_steps``; ``ws_bytes`` the scratch workspace they
-        need (0 where none of them uses one)."""
-        self._steps = tuple(steps)
+    def __init__(self, bound: BoundSteps, ws_bytes: int) -> None:
+        """``bound``: the steps; ``ws_bytes`` the scratch workspace they need (0 where none of
+        them uses one)."""
+        self._bound = bound
         self._ws_bytes = ws_bytes
-        self._switches = switches
-        self._values = switches()
-        self._device_id = device_id
 
     @classmethod
-    def bind(cls, plan: _BoundPlan[Any], captured: Captured, ptrs: Sequence[int],
-             switches: Callable[[], tuple[object, ...]]) -> FastCall | None:  # fmt: skip
+    def bind(cls, plan: _BoundPlan[Any], captured: Captured,
+             ptrs: Sequence[int]) -> FastCall | None:  # fmt: skip
         """The launches ``plan`` enqueued for the arrays at ``ptrs`` (``captured`` by
         ``replay.capturing`` around a checked call), prepared for later calls of the same
-        signatures under ``switches``; None where they cannot be bound to those arrays."""
+        signatures; None where they cannot be bound to those arrays, or the plan's runs are
+        never bound (``_switches()`` None)."""
+        switches = plan._switches()
+        if switches is None:
+            return None
         need = plan.workspace_size()
-        bound = bind_steps(captured, ptrs, need)
+        bound = BoundSteps.bind(captured, ptrs, need, switches, plan.device_id)
         if bound is None:
             return None
-        steps, uses_ws = bound
-        return cls(steps, need if uses_ws else 0, switches, plan.device_id)
+        return cls(bound, need if bound.uses_workspace else 0)
 
     def run(self, ptrs: Sequence[int]) -> bool:
         """Enqueue the steps for arrays at ``ptrs`` (in the order the steps were bound to)
         on torch's current stream; False, with nothing enqueued, where a switch changed since
         (take ``run_bound``)."""
-        now = self._switches()  # the same tuple while no switch was assigned (_switches.memo)
-        if now is not self._values and now != self._values:
+        bound = self._bound
+        if not bound.current():
             return False
-        dev = self._device_id
+        dev = bound.device_id
         ensure_current(dev)
         if not self._ws_bytes:  # the usual case: the raw handle, no Stream or Workspace
-            handle = torch_stream(dev)
-            for step in self._steps:
-                step.enqueue(handle, ptrs, 0)
+            bound.enqueue(torch_stream(dev), ptrs, 0)
             return True
         _with_scratch(self._ws_bytes, Stream(torch_stream(dev), device_id=dev), self._enqueue,
                       ptrs)  # fmt: skip
         return True
 
     def _enqueue(self, stream: Stream, workspace: Workspace, ptrs: Sequence[int]) -> None:
-        handle, base = stream.handle, workspace.ptr  # the scratch is allocated here, if any
-        for step in self._steps:
-            step.enqueue(handle, ptrs, base)
+        # the scratch is allocated here (its address read), if any
+        self._bound.enqueue(stream.handle, ptrs, workspace.ptr)
 
 
 def run_hit(hit: tuple[Any, FastCall | None], ptrs: Sequence[int], signature: tuple[Any, ...],

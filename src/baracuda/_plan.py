@@ -19,7 +19,7 @@ from baracuda._cuda.device import ensure_current
 from baracuda._cuda.driver import check, device_count, driver
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
-from baracuda._cuda.replay import Step, active, bind_steps, capturing
+from baracuda._cuda.replay import BoundSteps, active, capturing
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
@@ -126,36 +126,6 @@ def _fields_of(cls: type) -> Callable[[object], tuple[Any, ...]] | None:
     return get if len(names) > 1 else lambda a: (get(a),)
 
 
-class _BoundRun:
-    """What a checked ``run`` enqueued for torch tensors of some signatures (``replay``'s
-    steps, their pointers taken from the args' fields and the workspace), enqueued again for
-    tensors of the same signatures while the switches the launch code read keep their
-    values."""
-
-    __slots__ = ("device_id", "note", "steps", "switches", "uses_workspace", "values")
-
-    def __init__(self, steps: tuple[Step, ...], uses_workspace: bool, switches: Switches,
-                 device_id: int, note: object = None) -> None:  # fmt: skip
-        self.note = note  # Plan._note after the checked run
-        self.steps = steps
-        self.uses_workspace = uses_workspace
-        self.switches = switches
-        self.values = switches()
-        self.device_id = device_id
-
-    def enqueue(self, handle: int, ptrs: tuple[int, ...], workspace: Workspace) -> bool:
-        """Enqueue on the stream ``handle``; False, with nothing enqueued, where a switch
-        changed since the steps were recorded."""
-        now = self.switches()
-        if now is not self.values and now != self.values:
-            return False
-        ensure_current(self.device_id)
-        base = workspace.ptr if self.uses_workspace else 0
-        for step in self.steps:
-            step.enqueue(handle, ptrs, base)
-        return True
-
-
 class Plan(abc.ABC, Generic[D, A, V]):
     """Base of every ``<Op>Plan``. ``D``: descriptor, ``A``: args, ``V``: the bound views."""
 
@@ -167,7 +137,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
         self.device_id = device_id
         self.preference = pref
         self._stream = stream
-        self._bound: dict[tuple[Any, ...], _BoundRun] = {}
+        self._bound: dict[tuple[Any, ...], BoundSteps] = {}
 
     # -- construction -------------------------------------------------------------------
     @staticmethod
@@ -217,13 +187,14 @@ class Plan(abc.ABC, Generic[D, A, V]):
         bound = self._bound_key(stream, workspace, args)
         if bound is not None:
             hit = self._bound.get(bound[0])
-            if hit is not None:
+            if hit is not None and hit.current():
                 need = self.workspace_size()
                 if need > 0:  # a bound key's size passed; its address may not
                     self._check_workspace(workspace, need)
-                if hit.enqueue(bound[2], bound[1], workspace):
-                    self._replayed(hit.note)
-                    return
+                ensure_current(self.device_id)
+                hit.enqueue(bound[2], bound[1], workspace.ptr if hit.uses_workspace else 0)
+                self._replayed(hit.note)
+                return
         s = Stream.wrap(stream)
         sdev = s.device_id()
         if sdev is not None and sdev != self.device_id:
@@ -241,12 +212,14 @@ class Plan(abc.ABC, Generic[D, A, V]):
         with capturing() as captured:
             self._run_bound(s, workspace, views)
         switches = self._switches()
-        got = bind_steps(captured, bound[1], need)
-        if switches is None or got is None:  # pointers neither the args' nor the workspace's
+        if switches is None:
+            return
+        got = BoundSteps.bind(captured, bound[1], need, switches, self.device_id, self._note())
+        if got is None:  # a pointer neither the args' nor the workspace's
             return
         if len(self._bound) >= self._MAX_BOUND:
             self._bound.clear()
-        self._bound[bound[0]] = _BoundRun(got[0], got[1], switches, self.device_id, self._note())
+        self._bound[bound[0]] = got
 
     def _switches(self) -> Switches | None:
         """The function giving the values of the switches this plan's launch code reads (a

@@ -334,3 +334,51 @@ def test_bound_runs_check_their_workspace(monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(WorkspaceTooSmall):
         run(Workspace.none())
     assert run(Workspace(7 << 32, 4096, 0)) == (1, args(1 << 20, 7 << 32))  # another size
+
+
+@pytest.mark.parametrize("need", [0, 512])
+def test_fast_calls_replay_their_steps(need: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The functional API's bound calls (``FastCall``) share the plans' ``BoundSteps``: bound
+    under the plan's own switches, they enqueue the steps with the new addresses on torch's
+    current stream (and a scratch workspace where a step uses one), and refuse once a switch
+    changed."""
+    from baracuda import _functional
+    from baracuda._cuda import replay
+    from baracuda._cuda.memory import Workspace
+
+    launched: list[tuple[object, tuple[bytes, ...]]] = []
+    monkeypatch.setattr(replay, "launch", lambda fn, grid, block, smem, stream, args, name="",
+                        **kw: launched.append((stream, tuple(bytes(a) for a in args))))
+    monkeypatch.setattr(_functional, "ensure_current", lambda dev: None)
+    monkeypatch.setattr(_functional, "torch_stream", lambda dev: 0x77)
+    scratch: list[int] = []
+
+    def fake_scratch(nbytes: int, stream: Any) -> Workspace:
+        scratch.append(nbytes)
+        return Workspace(5 << 32, nbytes, 0)
+
+    monkeypatch.setattr(Workspace, "scratch", staticmethod(fake_scratch))
+    monkeypatch.setattr(Workspace, "release", lambda self, stream: None)
+    switch = [0]
+    plan = types.SimpleNamespace(device_id=0, workspace_size=lambda: need,
+                                 _switches=lambda: lambda: (switch[0],))  # fmt: skip
+    ws = 3 << 32  # the checked call's workspace
+    given = [1 << 20, 2 << 20]
+    raws = [struct.pack("@Q", p) for p in given]
+    states: tuple[tuple[int, int, int], ...] = ()
+    if need:
+        states = ((2, 0, 64),)
+        raws.append(struct.pack("@Q", ws + 64))
+    with replay.capturing() as cap:
+        replay.capture_launch("fn", (1, 1, 1), 32, "k", raws, given, states, ws if need else 0)
+    fast = _functional.FastCall.bind(plan, cap, given)  # type: ignore[arg-type]
+    assert fast is not None
+    assert fast.run((7 << 20, 9 << 20))
+    want = [struct.pack("@Q", 7 << 20), struct.pack("@Q", 9 << 20)]
+    if need:
+        want.append(struct.pack("@Q", (5 << 32) + 64))
+    assert launched[-1] == (0x77, tuple(want)) and scratch == ([need] if need else [])
+    switch[0] = 1
+    assert not fast.run((7 << 20, 9 << 20)) and len(launched) == 1
+    never = types.SimpleNamespace(device_id=0, workspace_size=lambda: 0, _switches=lambda: None)
+    assert _functional.FastCall.bind(never, cap, given) is None  # type: ignore[arg-type]

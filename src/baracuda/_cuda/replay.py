@@ -16,7 +16,7 @@ import ctypes
 import functools
 import struct
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from baracuda._cuda.stream import Stream
 
 __all__ = [
     "Step", "U64", "char_array", "Captured", "capturing", "active", "capture", "capture_launch",
-    "bind_steps",
+    "bind_steps", "BoundSteps",
 ]  # fmt: skip
 
 U64 = struct.Struct("@Q")  # a pointer argument's bytes
@@ -166,3 +166,45 @@ def bind_steps(captured: Captured, arrays: Sequence[int],
             out.append(replace(st, ops=tuple(ops), states=tuple(states),
                                at=st.at + (base - ws if st.fn is None else 0)))  # fmt: skip
     return tuple(out), any(st.uses_base for st in out)
+
+
+class BoundSteps:
+    """The steps a checked call or run of a plan enqueued, bound to its arrays and workspace
+    (``bind_steps``), for calls of the same signatures: the functional API's bound calls
+    (``baracuda._functional.FastCall``) and the plans' bound runs (``Plan.run``). Valid while
+    the switches the steps were chosen under (``switches()``) keep their values."""
+
+    __slots__ = ("device_id", "note", "steps", "switches", "uses_workspace", "values")
+
+    def __init__(self, steps: tuple[Step, ...], uses_workspace: bool,
+                 switches: Callable[[], tuple[object, ...]], device_id: int,
+                 note: object = None) -> None:  # fmt: skip
+        self.steps = steps
+        self.uses_workspace = uses_workspace
+        self.switches = switches
+        self.values = switches()
+        self.device_id = device_id
+        self.note = note  # what the checked run left on its plan (Plan._note)
+
+    @classmethod
+    def bind(cls, captured: Captured, arrays: Sequence[int], ws_bytes: int,
+             switches: Callable[[], tuple[object, ...]], device_id: int,
+             note: object = None) -> BoundSteps | None:  # fmt: skip
+        """``bind_steps(captured, arrays, ws_bytes)`` under the switches' values now; None
+        where a pointer is neither an array's nor the workspace's."""
+        got = bind_steps(captured, arrays, ws_bytes)
+        if got is None:
+            return None
+        return cls(got[0], got[1], switches, device_id, note)
+
+    def current(self) -> bool:
+        """Whether the switches still have the values the steps were chosen under (the same
+        tuple while none was assigned: ``baracuda._switches.memo``)."""
+        now = self.switches()
+        return now is self.values or now == self.values
+
+    def enqueue(self, stream: Stream | int, ptrs: Sequence[int], base: int) -> None:
+        """Enqueue every step on ``stream`` for the arrays at ``ptrs`` and the workspace at
+        ``base`` (the device's context current)."""
+        for step in self.steps:
+            step.enqueue(stream, ptrs, base)

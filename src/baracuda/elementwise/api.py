@@ -21,7 +21,6 @@ from baracuda._functional import (
     run_hit_binary,
 )
 from baracuda._interop import torch_empty, torch_out_view, torch_view
-from baracuda._plan import no_switches
 from baracuda.elementwise import reference
 from baracuda.elementwise.lerp import BinaryParamArgs, BinaryParamDescriptor, BinaryParamPlan
 from baracuda.elementwise.lerp_backward import (
@@ -76,7 +75,7 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
         plan.run(s, _NO_WORKSPACE, BinaryParamArgs(a, b, out))
     if key is not None:  # torch tensors
         ptrs = (bound[0][1], bound[1][1], out.data_ptr())  # type: ignore[index]
-        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, no_switches)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs)))
     return finish(out)
 
 
@@ -107,5 +106,5 @@ def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any
         plan.run(s, _NO_WORKSPACE, BinaryParamBackwardArgs(dy, da, db))
     if key is not None:  # torch tensors
         ptrs = (bound[0][1], da.data_ptr(), db.data_ptr())  # type: ignore[index]
-        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, no_switches)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs)))
     return finish(da), finish(db)

@@ -22,7 +22,6 @@ from baracuda._functional import (
 from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.errors import InvalidProblem
 from baracuda.scan import reference
-from baracuda.scan._kernels import switch_values
 from baracuda.scan.scan import ScanArgs, ScanDescriptor, ScanPlan
 from baracuda.scan.scan_backward import (
     ScanBackwardArgs,
@@ -113,7 +112,7 @@ def _forward(kind: ScanKind, x: Any, axis: int, reverse: bool, tie_break: TieBre
         run_plan(plan, s, ScanArgs(x, y, idx))
     if key is not None:  # torch tensors: y and idx too
         ptrs = (bound[0][1], y.data_ptr(), 0 if idx is None else idx.data_ptr())  # type: ignore[index]
-        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, switch_values)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs)))
     return (finish(y), finish(idx)) if extremum else finish(y)
 
 
@@ -233,5 +232,5 @@ def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: 
     with capturing(key is not None) as steps:
         run_plan(plan, s, ScanBackwardArgs(dy, dx, x, y))
     if key is not None:  # torch tensors
-        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs(dx), switch_values)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs(dx))))
     return finish(dx)

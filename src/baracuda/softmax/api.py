@@ -23,7 +23,6 @@ from baracuda._functional import (
 from baracuda._interop import torch_empty, torch_out_view, torch_view
 from baracuda.errors import InvalidProblem
 from baracuda.softmax import reference
-from baracuda.softmax._rows import switch_values
 from baracuda.softmax.sparsemax import SparsemaxArgs, SparsemaxDescriptor, SparsemaxPlan
 from baracuda.softmax.sparsemax_backward import (
     SparsemaxBackwardArgs,
@@ -83,7 +82,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
         run_plan(plan, s, SparsemaxArgs(x, out))
     if key is not None:  # torch tensors
         ptrs = (bound[0][1], out.data_ptr())  # type: ignore[index]
-        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs, switch_values)))
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, ptrs)))
     return finish(out)
 
 
@@ -120,6 +119,5 @@ def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None
     if key is not None:  # torch tensors
         sd, sy = bound
         assert sd is not None and sy is not None
-        _BOUND.put(key, (plan, FastCall.bind(plan, steps, (sd[1], sy[1], dx.data_ptr()),
-                                             switch_values)))  # fmt: skip
+        _BOUND.put(key, (plan, FastCall.bind(plan, steps, (sd[1], sy[1], dx.data_ptr()))))
     return finish(dx)
