@@ -211,9 +211,8 @@ class Plan(abc.ABC, Generic[D, A, V]):
             return
         with capturing() as captured:
             self._run_bound(s, workspace, views)
-        switches = self._switches()
-        if switches is None:
-            return
+        switches = self._switch_fn
+        assert switches is not None  # a key is made only for a plan with switches
         got = BoundSteps.bind(captured, bound[1], need, switches, self.device_id, self._note())
         if got is None:  # a pointer neither the args' nor the workspace's
             return
@@ -242,7 +241,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
         torch CUDA tensors or of CuPy arrays (or None), two at one address, or their
         framework's current stream on their device other than the run's (DLPack would order
         it before the run's)."""
-        if not self._bound_ok or active():
+        if self._switch_fn is None or active():
             return None
         t = type(stream)
         if t is Stream:
@@ -278,8 +277,9 @@ class Plan(abc.ABC, Generic[D, A, V]):
         return tuple(sigs), tuple(ptrs), handle
 
     @functools.cached_property
-    def _bound_ok(self) -> bool:
-        return self._switches() is not None
+    def _switch_fn(self) -> Switches | None:
+        """``_switches()``, once a plan (a plan's launch code reads the same switches)."""
+        return self._switches()
 
     def _run_bound(self, stream: Stream, workspace: Workspace, views: V) -> None:
         """Enqueue for ``views`` that ``_bind`` made (now, or before of arguments of the same
