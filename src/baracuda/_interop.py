@@ -24,7 +24,6 @@ __all__ = [
     "same_stream",
     "cupy_signature",
     "array_signature",
-    "framework_stream",
 ]
 
 _TORCH_DTYPES: dict[Any, tuple[int, int]] = {}
@@ -156,13 +155,6 @@ def array_signature(x: Any) -> tuple[str, tuple[Any, ...], int] | None:
     if got is not None:
         return "cupy", got[0], got[1]
     return None
-
-
-def framework_stream(framework: str, device: int) -> int:
-    """The current stream of ``framework`` ("torch" or "cupy", imported) on ``device``."""
-    if framework == "torch":
-        return _torch_stream(sys.modules["torch"], device)
-    return _cupy_stream(sys.modules["cupy"], device)
 
 
 def _signature(x: Any, dev: int, ptr: int) -> tuple[Any, ...]:

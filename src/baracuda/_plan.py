@@ -23,7 +23,7 @@ from baracuda._cuda.replay import BoundSteps, active, capturing
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
-from baracuda._interop import array_signature, framework_stream, same_stream
+from baracuda._interop import array_signature, current_stream_handle, same_stream
 from baracuda.errors import InvalidProblem, MisalignedOperand, Unsupported, WorkspaceTooSmall
 from baracuda.types import (
     ElementKind,
@@ -256,7 +256,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
             return None
         sigs: list[object] = [cls, handle, workspace.nbytes, workspace.device_id]
         ptrs: list[int] = []
-        fw, dev = "", -1
+        fw, dev, last = "", -1, None
         for a in fields(args):
             if a is None:
                 sigs.append(None)
@@ -265,14 +265,15 @@ class Plan(abc.ABC, Generic[D, A, V]):
             got = array_signature(a)
             if got is None or (fw and got[0] != fw):
                 return None
-            fw = got[0]
+            fw, last = got[0], a
             sigs.append(got[1])
             ptrs.append(got[2])
             dev = got[1][3]
         live = [p for p in ptrs if p]
         if dev < 0 or len(set(live)) != len(live):
             return None
-        if not same_stream(framework_stream(fw, dev), 1 if handle == 0 else handle):
+        cur = current_stream_handle(last, dev)
+        if cur is None or not same_stream(cur, 1 if handle == 0 else handle):
             return None
         return tuple(sigs), tuple(ptrs), handle
 

@@ -133,8 +133,8 @@ def _fake_plan(monkeypatch: pytest.MonkeyPatch, current_stream: list[int],
 
     monkeypatch.setattr(replay, "launch", fake_launch)
     monkeypatch.setattr(_plan, "ensure_current", lambda dev: None)
-    monkeypatch.setattr(_plan, "framework_stream",
-                        lambda fw, dev: current_stream[0] if fw == "torch" else 0x99)
+    monkeypatch.setattr(_plan, "current_stream_handle",
+                        lambda a, dev: current_stream[0] if a.fw == "torch" else 0x99)
     monkeypatch.setattr(_plan, "array_signature",
                         lambda a: (a.fw, a.sig, a.ptr) if isinstance(a, FakeTensor) else None)
     switch = [0]
