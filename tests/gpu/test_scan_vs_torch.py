@@ -89,8 +89,8 @@ def _close(what: str, got: Any, ref: Any, scale: Any, dt: str, n: int) -> None:
 
 
 def _input(rng: np.random.Generator, kind: str, shape: tuple[int, ...], n: int,
-           special: bool) -> Any:  # fmt: skip
-    """float64 values on the GPU: products of factors near 1 (their range kept over n),
+           special: bool, device: str = "cuda") -> Any:  # fmt: skip
+    """float64 values on ``device``: products of factors near 1 (their range kept over n),
     integers with ties (cummax/cummin), offsets of +-80 (logcumsumexp); ``special``: zeros,
     NaN, -inf."""
     if kind == "cumprod":
@@ -108,7 +108,7 @@ def _input(rng: np.random.Generator, kind: str, shape: tuple[int, ...], n: int,
             v[rng.random(shape) < 0.05] = -np.inf
     else:
         v = rng.normal(size=shape)
-    return torch.from_numpy(v).cuda()
+    return torch.from_numpy(v).to(device)
 
 
 def _layout(rng: np.random.Generator, x: Any) -> Any:
@@ -119,13 +119,13 @@ def _layout(rng: np.random.Generator, x: Any) -> Any:
         p = [int(i) for i in rng.permutation(x.dim())]
         return x.permute(p).contiguous().permute(np.argsort(p).tolist())
     if how == 2:
-        big = torch.full([s + 3 for s in x.shape], float("nan"), dtype=x.dtype, device="cuda")
+        big = torch.full([s + 3 for s in x.shape], float("nan"), dtype=x.dtype, device=x.device)
         win = tuple(slice(1, 1 + s) for s in x.shape)
         big[win] = x
         return big[win]
     if how == 3:
         big = torch.full([*x.shape[:-1], 2 * x.shape[-1] + 1], float("nan"), dtype=x.dtype,
-                         device="cuda")  # fmt: skip
+                         device=x.device)  # fmt: skip
         big[..., 1::2] = x
         return big[..., 1::2]
     return x
@@ -149,19 +149,30 @@ def _shape(rng: np.random.Generator) -> tuple[int, ...]:
     return shape
 
 
+def _lib(a: Any, lib: str) -> Any:
+    """The tensor ``a`` as an array of ``lib`` ("torch"; "numpy": a view of a CPU tensor)."""
+    return a if lib == "torch" else a.numpy()
+
+
+def _tensor(a: Any) -> Any:
+    """A torch tensor of bc's result ``a`` (a tensor, or a NumPy array: copied, so that its
+    strides are fresh: torch refuses negative ones, even over an extent of 1)."""
+    return a if isinstance(a, torch.Tensor) else torch.from_numpy(np.array(a, order="C"))
+
+
 def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Generator,
-           what: str) -> None:  # fmt: skip
-    """bc's forward and backward of ``x64`` rounded to ``dt`` (in random layouts) against
-    torch in float64 on the same rounded values."""
+           what: str, lib: str = "torch") -> None:  # fmt: skip
+    """bc's forward and backward of ``x64`` rounded to ``dt`` (in random layouts, as arrays
+    of ``lib``) against torch in float64 on the same rounded values."""
     tdt = getattr(torch, DTYPES[dt])
     x = x64.to(tdt)
     x64 = x.to(torch.float64)
     ax = axis % x.dim()
     n = x.shape[ax]
     y64, idx64 = _torch_scan(kind, x64, ax, rev)
-    xv = _layout(rng, x)
+    xv = _lib(_layout(rng, x), lib)
     if kind in ("cummax", "cummin"):
-        y, idx = getattr(bc, kind)(xv, axis, rev, tie_break="last")
+        y, idx = map(_tensor, getattr(bc, kind)(xv, axis, rev, tie_break="last"))
         assert torch.equal(y.to(torch.float64).nan_to_num(7e7), y64.nan_to_num(7e7)), what
         if not rev:  # torch's tie break: the latest in scan order
             assert torch.equal(idx, idx64), f"{what}: indices"
@@ -169,7 +180,7 @@ def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Ge
             at = torch.gather(x64, ax, idx)
             assert torch.equal(at.nan_to_num(7e7), y64.nan_to_num(7e7)), f"{what}: index"
     else:
-        y = getattr(bc, kind)(xv, axis, rev)
+        y = _tensor(getattr(bc, kind)(xv, axis, rev))
         if kind == "cumsum":
             scale = _torch_scan(kind, x64.abs(), ax, rev)[0]
         else:
@@ -183,14 +194,14 @@ def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Ge
             bound = torch.maximum(doc, 1.5 * own.nan_to_num(0.0, 0.0, 0.0))
             scale = torch.maximum(scale, bound / (EPS[dt] * (4 + 2 * math.log2(max(n, 2)))))
         _close(f"{what} forward", y, y64, scale, dt, n)
-    dy = torch.from_numpy(rng.normal(size=tuple(x.shape))).cuda().to(tdt)
+    dy = torch.from_numpy(rng.normal(size=tuple(x.shape))).to(x.device, tdt)
     dy64 = dy.to(torch.float64)
     kw: dict[str, Any] = {"axis": axis, "reverse": rev}
     if kind in ("cumprod", "logcumsumexp"):
-        kw.update(x=xv, y=_layout(rng, y))
+        kw.update(x=xv, y=_lib(_layout(rng, y), lib))
     elif kind in ("cummax", "cummin"):
         kw.update(x=xv, tie_break="last")
-    dx = bc.scan_backward(kind, _layout(rng, dy), **kw)
+    dx = _tensor(bc.scan_backward(kind, _lib(_layout(rng, dy), lib), **kw))
     if kind == "logcumsumexp":
         g, scale = _lse_grad_given_y(x64, y.to(torch.float64), dy64, ax, rev)
         fin = torch.isfinite(g)
@@ -215,8 +226,8 @@ def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Ge
     _close(f"{what} backward", dx, g, scale, dt, n)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_random_case_matches_torch(seed: int) -> None:
+def random_case(seed: int, device: str = "cuda", lib: str = "torch") -> None:
+    """The case of ``seed``, checked (``lib`` "numpy": bf16 cases stay torch tensors)."""
     rng = np.random.default_rng(seed + 7_000_000)
     kind = str(rng.choice(KINDS))
     dt = str(rng.choice(["f32", "f32", "bf16", "f16", "f64"]))
@@ -224,9 +235,14 @@ def test_random_case_matches_torch(seed: int) -> None:
     axis = int(rng.integers(-len(shape), len(shape)))
     rev = bool(rng.integers(0, 2))
     special = bool(rng.integers(0, 3) == 0)
-    x64 = _input(rng, kind, shape, shape[axis], special)
+    x64 = _input(rng, kind, shape, shape[axis], special, device)
     what = f"seed {seed}: {kind} {dt} {shape} axis={axis} reverse={rev} special={special}"
-    _check(kind, dt, x64, axis, rev, rng, what)
+    _check(kind, dt, x64, axis, rev, rng, what, "torch" if dt == "bf16" else lib)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_case_matches_torch(seed: int) -> None:
+    random_case(seed)
 
 
 LONG = [("f32", (1, 2**24 + 5), 1, False), ("bf16", (2**24 + 3,), 0, True),
