@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from baracuda._cuda.replay import capturing
 from baracuda._functional import (
@@ -40,35 +40,34 @@ _KINDS: dict[object, ScanKind] = {**{k: k for k in ScanKind}, **{k.value: k for 
 _TIES: dict[object, TieBreak] = {**{t: t for t in TieBreak}, **{t.value: t for t in TieBreak}}
 
 
-def _kind(op: str, kind: object) -> ScanKind:
+E = TypeVar("E", ScanKind, TieBreak)
+
+
+def _spelled(table: dict[object, E], cls: type[E], op: str, field: str, value: object,
+             must: str) -> E:  # fmt: skip
+    """The member of ``cls`` that ``value`` spells (a member, its value, any case), else an
+    ``InvalidProblem`` that ``field`` ``must`` be so."""
     try:
-        got = _KINDS.get(kind)
+        got = table.get(value)
     except TypeError:  # an unhashable value: the message below
         got = None
     if got is not None:
         return got
     try:
-        return ScanKind(str(kind).lower())
+        return cls(str(value).lower())
     except ValueError:
-        raise InvalidProblem(
-            f"baracuda.{op}: kind must be a ScanKind or one of "
-            f"{', '.join(k.value for k in ScanKind)} (got {kind!r})"
-        ) from None
+        raise InvalidProblem(f"baracuda.{op}: {field} must be {must} (got {value!r})") from None
+
+
+_KIND_MUST = f"a ScanKind or one of {', '.join(k.value for k in ScanKind)}"
+
+
+def _kind(op: str, kind: object) -> ScanKind:
+    return _spelled(_KINDS, ScanKind, op, "kind", kind, _KIND_MUST)
 
 
 def _tie(op: str, tie_break: object) -> TieBreak:
-    try:
-        got = _TIES.get(tie_break)
-    except TypeError:
-        got = None
-    if got is not None:
-        return got
-    try:
-        return TieBreak(str(tie_break).lower())
-    except ValueError:
-        raise InvalidProblem(
-            f"baracuda.{op}: tie_break must be 'first' or 'last' (got {tie_break!r})"
-        ) from None
+    return _spelled(_TIES, TieBreak, op, "tie_break", tie_break, "'first' or 'last'")
 
 
 def _check_reverse(op: str, reverse: object) -> None:
