@@ -66,14 +66,24 @@ def same_stream(cur: int, dlpack_stream: int) -> bool:
     return cur == dlpack_stream or (cur == 0 and dlpack_stream == 1)
 
 
+def _cupy_dtype(obj: Any) -> tuple[int, int] | None:
+    """The DLPack dtype of the CuPy array ``obj`` where its view can be read off its
+    attributes (a dtype with a DLPack code, strides in whole elements), else None."""
+    dtype = dlpack_dtype(obj.dtype)
+    item = obj.dtype.itemsize
+    if dtype[0] < 0 or any(s % item for s in obj.strides):
+        return None
+    return dtype
+
+
 def _cupy_view(cupy: Any, obj: Any, dlpack_stream: int) -> TensorView | None:
     """A CuPy array read off its attributes: ``data.ptr`` and its byte strides, negative
     ones included (CuPy's own DLPack export turned a negative stride into 2^62 - 1 until
     cupy/cupy#10228, and views built from it are refused as corrupt)."""
-    dtype = dlpack_dtype(obj.dtype)
-    item = obj.dtype.itemsize
-    if dtype[0] < 0 or any(s % item for s in obj.strides):
+    dtype = _cupy_dtype(obj)
+    if dtype is None:
         return None  # DLPack's path raises the error for a dtype it has no code for
+    item = obj.dtype.itemsize
     dev = int(obj.device.id)
     if dlpack_stream != -1 and not same_stream(_cupy_stream(cupy, dev), dlpack_stream):
         return None  # DLPack orders CuPy's pending work before our stream
@@ -136,13 +146,10 @@ def cupy_signature(x: Any) -> tuple[tuple[Any, ...], int] | None:
     cupy = sys.modules.get("cupy")
     if cupy is None or type(x) is not cupy.ndarray:
         return None
-    dtype = x.dtype
-    strides = x.strides
-    item = dtype.itemsize
-    if dlpack_dtype(dtype)[0] < 0 or any(s % item for s in strides):
+    if _cupy_dtype(x) is None:
         return None
     ptr = int(x.data.ptr)
-    return (dtype, x.shape, strides, int(x.device.id), ptr & 15), ptr
+    return (x.dtype, x.shape, x.strides, int(x.device.id), ptr & 15), ptr
 
 
 def array_signature(x: Any) -> tuple[str, tuple[Any, ...], int] | None:

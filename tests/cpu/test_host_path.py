@@ -264,7 +264,8 @@ def test_plan_runs_bind_and_replay(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cupy_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
     """A CuPy array's signature is what its view is read off (dtype, shape, byte strides,
     device, pointer mod 16); arrays its view is not read off (a dtype without a DLPack code,
-    strides in parts of elements) have none, and neither has anything else."""
+    strides in parts of elements) have none, and neither has anything else. ``fast_view``
+    reads the view off the same arrays."""
     import numpy as np
 
     from baracuda import _interop
@@ -285,6 +286,11 @@ def test_cupy_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _interop.array_signature(ndarray(0x1000, "float32", (3, 4), (16, 2))) is None
     assert _interop.array_signature(ndarray(0x1000, "complex64", (3,), (8,))) is None
     assert _interop.array_signature(np.zeros(3)) is None
+    # the view is read off the same arrays, and refused for the same ones
+    v = _interop.fast_view(a, -1)
+    assert v is not None and (v.ptr, v.shape, v.strides, v.device_id) == (0x1004, (3, 4), (1, 3), 1)
+    assert _interop.fast_view(ndarray(0x1000, "float32", (3, 4), (16, 2)), -1) is None
+    assert _interop.fast_view(ndarray(0x1000, "complex64", (3,), (8,)), -1) is None
 
 
 def test_host_time_is_the_median_round(monkeypatch: pytest.MonkeyPatch) -> None:
