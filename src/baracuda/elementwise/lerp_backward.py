@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from baracuda._cuda.memory import Workspace
@@ -10,6 +9,7 @@ from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import TensorView
 from baracuda._dtypes import ELEMENTS
+from baracuda._layout import numel
 from baracuda._plan import Plan, Switches, deterministic_precision, no_switches
 from baracuda.elementwise._launch import ElementwiseLauncher
 from baracuda.elementwise.lerp import (
@@ -71,7 +71,7 @@ class BinaryParamBackwardPlan(
         self._weight = float(desc.weight)
         fmt = "d" if ELEMENTS[desc.element].acc_c_type == "double" else "f"
         # a dy of at most BWD_SMALL_BYTES: 4 vectors a thread (lerp_bwd_vec4), else 1
-        small = math.prod(desc.shape) * (ELEMENTS[desc.element].dlpack[1] >> 3) <= BWD_SMALL_BYTES
+        small = numel(desc.shape) * desc.element.itemsize <= BWD_SMALL_BYTES
         self._launcher = ElementwiseLauncher(
             module, "lerp_bwd", 3, fmt, block=BWD_SMALL_BLOCK if small else BWD_BLOCK,
             unroll=BWD_SMALL_UNROLL if small else BWD_UNROLL,
