@@ -657,6 +657,38 @@ def test_lookback_zeroing_then_dependent_launch(
     assert second[0] == f"scan_sum_{variant.split('x')[0]}" and second[2] == dependent
 
 
+def test_f32_cumprod_states_are_doubles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cumprod accumulates f32 in double (scan.cu, ProdAcc): its states are 8 bytes, so its
+    look-back takes flagged nodes, not words packed with one float; the other ops' f32 states,
+    and every op's 2-byte ones, stay one float."""
+    from baracuda.scan import _kernels as K
+
+    assert [K.state_size("prod", z) for z in (2, 4, 8)] == [4, 8, 8]
+    assert [K.state_size(op, 4) for op in ("sum", "lse", "max", "prod_bwd")] == [4, 4, 4, 4]
+    log = _LaunchLog("sm_90")
+    _patch(monkeypatch, "launch", log.launch)
+    _patch(monkeypatch, "memset_zero", log.memset)
+    shape, ws = (2**20, 2), 1 << 20
+    x, y = Slot(1 << 30, (2, 1)), Slot(1 << 31, (2, 1))
+
+    def run(op: str, itemsize: int) -> str:
+        log.calls.clear()
+        return K.launch_scan(log, op, None, shape, 0, reverse=False, mode=0,  # type: ignore[arg-type]
+                             operands=[x, None, None, y, None], vec_slots=(0, 3),
+                             itemsize=itemsize, layout="cols", sm_count=132,
+                             states_ptr=ws)  # fmt: skip
+
+    assert run("sum", 4).startswith("lb") and run("prod", 2).startswith("lb")
+    assert run("prod", 4).startswith("colsx")  # the three passes: LOOKBACK_FLAGGED is off
+    monkeypatch.setattr(K, "LOOKBACK_FLAGGED", True)
+    variant = run("prod", 4)
+    assert variant.startswith(("lbcols", "lbstage"))  # 16 positions a thread, never wide
+    ch = chunking("cols", 2, 2**20, 4, 132, True)
+    assert ch.chunk_len == K.BLOCK // ch.width * 16
+    zero = log.calls[0]
+    assert zero[:2] == ("scan_zero", (ws, (K.LB_HEADER + -(-4 * ch.nodes // 16) * 16) // 4))
+
+
 @pytest.mark.parametrize(("layout", "shape", "axis"), [("cols", (4096, 64), 0),
                                                      ("rows", (64, 8192), 1)])  # fmt: skip
 def test_chunked_lse_backward_takes_the_states_of_its_op(
@@ -749,7 +781,7 @@ def test_stream_lines_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None
                              states_ptr=ws, lines=lines)  # type: ignore[arg-type]  # fmt: skip
 
     sm90 = arch == "sm_90"
-    cases = (("sum", 2**20, 2, False), ("sum", 2**20, 2, True), ("prod", 2**19 + 4, 4, False),
+    cases = (("sum", 2**20, 2, False), ("sum", 2**20, 2, True), ("sum", 2**19 + 4, 4, False),
              ("sum", 3 * 2**18, 4, True))  # fmt: skip
     for op, n, g, reverse in cases:
         variant = run(op, n, g, 4, reverse)
@@ -769,8 +801,11 @@ def test_stream_lines_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None
         assert K.state_bytes((n, g), 0, 4, 132) >= 16 + 8 * g * (tiles + waves)
     if not sm90:
         return
-    # not: misaligned data, positions wider than 16 bytes, partial vectors, lse
+    # not: misaligned data, positions wider than 16 bytes, partial vectors, lse, the f32
+    # cumprod (its states are doubles: state_size); its 2-byte lines do
     assert not run("sum", 2**20, 2, 4, at=8).startswith("stream")
+    assert not run("prod", 2**19 + 4, 4, 4).startswith("stream")
+    assert run("prod", 2**20 + 8, 2, 2).startswith("stream2")
     assert not run("sum", 2**20, 4, 8).startswith("stream")
     assert not run("sum", 2**20 + 1, 2, 4).startswith("stream")
     assert not run("lse", 2**20, 2, 4).startswith("stream")
@@ -844,7 +879,8 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
         assert zeroed == []  # the kernel zeroes its words
         # the plan's workspace holds it
         assert K.state_bytes((2, n), 1, itemsize, 132) >= 16 + 8 * 2 * (tpr + waves)
-    for op, n, itemsize in (("sum", 2**20 + 1, 4), ("sum", 2**20, 8), ("lse", 2**20, 4)):
+    for op, n, itemsize in (("sum", 2**20 + 1, 4), ("sum", 2**20, 8), ("lse", 2**20, 4),
+                            ("prod", 2**20, 4)):  # fmt: skip
         assert not run(op, n, itemsize).startswith("stream")
     if sm90:
         mod.resident = 1  # one block an SM resident: a grid of one an SM

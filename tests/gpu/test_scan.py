@@ -720,14 +720,17 @@ def _stream_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, 
     rows of cumsum/cumprod: rows whose last tile (32 KiB) is partial, a view whose rows start
     8 elements into longer rows, one row of 2^20 + 8, rows of exactly 2 and 3 tiles, rows of
     a tile and one vector, the benchmark's (2, 2^23) for cumsum; and rows it must not take:
-    rows not of whole 16-byte vectors, a row view with a step, f64."""
+    rows not of whole 16-byte vectors, a row view with a step, 8-byte states (f64, and the
+    f32 cumprod, which accumulates in double)."""
+    from baracuda.scan import _kernels as K
+
     lanes = 16 // element.itemsize
     tile = 32768 // element.itemsize
 
     def make(shape: tuple[int, ...], seed: int) -> Any:
         return _coop_input(kind, element, shape, seed)
 
-    ok = element.itemsize != 8
+    ok = K.state_size(_op_of(kind), element.itemsize) == 4
     cases = [
         ("3 x 100008", make((3, 100_008), 60), ok),
         ("sliced 3 x 100008", make((3, 100_016), 61)[:, 8:], ok),
@@ -1058,19 +1061,23 @@ def test_scan_stream_lines(kind: ScanKind, element: ElementKind, monkeypatch: An
     row whose elements belong to line (index mod G), both ways, forward and backward against
     the float64 reference, on the cooperative kernel's cases and a run of partial 512-byte
     rows; f32 takes it wherever the lines are one run of whole vectors, 2-byte types where
-    no program over lines takes them ((100008, 2)), f64 never; the cumsum forward is bit for
-    bit repeatable and within tolerance of the cooperative kernel (STREAM_LINES off)."""
+    no program over lines takes them ((100008, 2)), f64 and the f32 cumprod (8-byte states)
+    never; the cumsum forward is bit for bit repeatable and within tolerance of the
+    cooperative kernel (STREAM_LINES off)."""
     from baracuda.scan import _kernels as K
 
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("the stream kernel runs on sm_90 and later")
     names = launched_kernels(monkeypatch)
     op = _op_of(kind)
+    one_word = K.state_size(op, element.itemsize) == 4  # the stream kernel's states
     for what, x, lines in _lines_cases(kind, element):
-        if what == "(100008, 2): partial rows":
-            lines = 2 if element.itemsize < 8 else 0  # whole 16-byte vectors, no coop program
+        if not one_word:
+            lines = 0  # f64, the f32 cumprod
+        elif what == "(100008, 2): partial rows":
+            lines = 2  # whole 16-byte vectors, no coop program
         elif element.itemsize != 4:
-            lines = -1  # 2-byte types: the stream kernel where coop takes rounds; not f64
+            lines = -1  # 2-byte types: the stream kernel where coop takes rounds
         for reverse in (False, True):
             check_op(kind, element, x, 0, reverse, f"stream lines {what} rev={reverse}")
             names.clear()
@@ -1078,7 +1085,7 @@ def test_scan_stream_lines(kind: ScanKind, element: ElementKind, monkeypatch: An
             mine = f"scan_{op}_stream{lines}{'rev' if reverse else ''}"
             if lines > 0:
                 assert names == [mine], (what, names)
-            elif lines == 0 or element.itemsize == 8:
+            elif lines == 0:
                 assert not any("_stream" in nm for nm in names), (what, names)
         if kind is ScanKind.CUMSUM and lines > 0:
             first, _ = run_forward(kind, x, 0, False)

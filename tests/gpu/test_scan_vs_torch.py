@@ -4,9 +4,10 @@ backward, and a few rows of 2^20 to 2^24 elements. The oracle is torch's float64
 its autograd on the same rounded inputs; the logcumsumexp backward's oracle takes the saved
 ``y`` the user passes (bc's own forward output, in the input's dtype), as torch autograd in
 that dtype would. Tolerances scale with each output's sum of absolute terms (the same
-computation on |x| and |dy|); a cumprod in f16/bf16/f32, forward and backward, is held to the
+computation on |x| and |dy|); a cumprod in f16/bf16, forward and backward, is held to the
 op reference's bound, rtol max(1, sqrt(n) / 4), or to 1.5x torch's own error in that dtype,
-whichever is larger (a tiled product scan drifts over long axes: docs/ops.md).
+whichever is larger (a tiled product scan in f32 drifts over long axes: docs/ops.md); the
+f32 cumprod, which accumulates in double, is held to the bound of the other ops.
 ``BARACUDA_VS_TORCH=first:last`` draws the cases of other seeds. ``random_case`` serves the
 CPU test of the array-API path too (tests/cpu/test_reference_vs_torch.py)."""
 
@@ -187,9 +188,9 @@ def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Ge
             scale = _torch_scan(kind, x64.abs(), ax, rev)[0]
         else:
             scale = 1.0 + y64.abs().nan_to_num(0.0, 0.0, 0.0)
-        if kind == "cumprod" and dt != "f64":
-            # a product's rounding grows faster than sqrt(n) in a parallel scan (torch's GPU
-            # cumprod alike): held to docs/ops.md's bound, rtol max(1, sqrt(n) / 4) of |y|,
+        if kind == "cumprod" and dt in ("f16", "bf16"):
+            # a product's rounding in f32 grows faster than sqrt(n) in a parallel scan (torch's
+            # GPU cumprod alike): held to docs/ops.md's bound, rtol max(1, sqrt(n) / 4) of |y|,
             # or to 1.5x torch's own error in this dtype, whichever is larger
             own = (_torch_scan(kind, x, ax, rev)[0].to(torch.float64) - y64).abs()
             doc = RTOL[dt] * max(1.0, math.sqrt(n) / 4) * y64.abs()
@@ -220,7 +221,7 @@ def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Ge
         return
     # each gradient's sum of |terms| (cummax/cummin: routed to the same winners)
     scale = _grad(kind, x64.abs() if kind == "cumprod" else x64, dy64.abs(), ax, rev)
-    if kind == "cumprod" and dt != "f64":  # the bound of the forward it takes y from
+    if kind == "cumprod" and dt in ("f16", "bf16"):  # the bound of the forward it takes y from
         own = (_grad(kind, x, dy, ax, rev).to(torch.float64) - g).abs().nan_to_num(0.0, 0.0, 0.0)
         doc = RTOL[dt] * max(1.0, math.sqrt(n) / 4) * scale
         bound = torch.maximum(doc, 1.5 * own)

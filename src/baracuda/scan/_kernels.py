@@ -64,6 +64,7 @@ __all__ = [
     "Chunking",
     "chunking",
     "state_bytes",
+    "state_size",
     "launch_scan",
     "BLOCK",
     "PIPE_OPS",
@@ -1321,9 +1322,18 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
     return Chunking("cols", -(-n // chunk_len), chunk_len)
 
 
-# Ops whose scan state is one accumulator (4 bytes below f64): look-back nodes packed with
-# their flag in a 64-bit word (scan.cu, LbNodes).
+# Ops whose scan state is one accumulator: look-back nodes packed with their flag in a
+# 64-bit word (scan.cu, LbNodes) where that accumulator is 4 bytes (``state_size``).
 _SCALAR_STATE = ("sum", "prod", "lse", "maxflag")
+# Ops that accumulate f32 in double (scan.cu, ProdAcc): a product's rounding drifts add up
+# over the tiles of a long axis (docs/benchmarks.md, rounds 59 and 60).
+_DOUBLE_F32_OPS = ("prod",)
+
+
+def state_size(op: str, itemsize: int) -> int:
+    """Bytes of ``op``'s accumulator in ``itemsize``-byte elements: 8 in f64 and for the ops
+    of _DOUBLE_F32_OPS in f32, else 4 (2-byte types accumulate in f32)."""
+    return 8 if itemsize == 8 or (itemsize == 4 and op in _DOUBLE_F32_OPS) else 4
 
 
 def _lb_zeroed_bytes(ch: Chunking, packed: bool) -> int:
@@ -1784,7 +1794,7 @@ def launch_scan(
         lp.vec = 1  # coop_lines: 16-byte aligned, whole rows
         _launch_coop(lines, op, stream, lp, lcoop, 1, reverse, lg, states_ptr, rec)
         return f"coop{lg}x{lcoop.nchunks}{lcoop.tag}"
-    packed = op in _SCALAR_STATE and itemsize != 8  # the state is one float
+    packed = op in _SCALAR_STATE and state_size(op, itemsize) == 4  # the state is one float
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
               and _stageable(shape, axis, operands, itemsize))  # fmt: skip
@@ -1906,14 +1916,15 @@ def _stream_fits(module: LoadedModule, op: str, params: Params, operands: Sequen
     """Whether the stream kernel can take the rows of ``params`` (16-byte aligned rows, axis
     stride 1; ``lines`` interleaved lines a row), whatever the switches' choice of types:
     ``STREAM_ROWS``, a cooperative launch on sm_90 or later, cumsum/cumprod of one input in
-    a 2- or 4-byte type, rows of whole 16-byte vectors, and the workspace's words (``lines``
-    a tile) indexed by 32-bit ints."""
+    a 2- or 4-byte type with a 4-byte accumulator (``state_size``), rows of whole 16-byte
+    vectors, and the workspace's words (``lines`` a tile) indexed by 32-bit ints."""
     used = [i for i, o in enumerate(operands) if o is not None]
     return (
         STREAM_ROWS
         and module.cooperative
         and op in STREAM_OPS
         and itemsize in (2, 4)  # what the kernel takes, whatever the switches list
+        and state_size(op, itemsize) == 4  # its tiles' words: a flag and a 4-byte state
         and arch_number(module.arch) >= 90
         and used == [IN0, OUT]
         and params.outer.rank == 1

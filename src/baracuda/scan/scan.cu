@@ -5683,6 +5683,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
       stream_tile<T, Op, kRev>(op, stage, dst, warp, lane, nv, &empty[s], &pre[ms],
                                (k / kStreamMeta) & 1, &prefix[ms], seg[ms], &mfree[ms]);
     }
+  } else {
+    __trap();  // 8-byte states (f64, the f32 cumprod): the host never launches these
   }
 #endif
 }
@@ -5892,6 +5894,32 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         defined(BC_SCAN_GROUP_PROD_STREAM) !=                                              \
     1
 #error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (baracuda.scan._kernels.SCAN_SOURCES)"
+#endif
+
+// cumprod accumulates f32 in double (the other ops accumulate f32 in float, and 2-byte types
+// in float). A product's rounding errors do not cancel the way a sum's do over the tiles of a
+// long axis: in f32, a tile's product of 256 factors near 1 came out 0.57 eps smaller in
+// magnitude than the exact one on average, and those drifts add up tile after tile (2.2e-2
+// relative error over 2^24 positions; a sequential f32 product 2.5e-4; docs/benchmarks.md,
+// rounds 59 and 60). Every product kernel of these programs then holds 8-byte states, as in
+// f64: the host mirrors it (baracuda.scan._kernels.state_size).
+#if defined(BC_SCAN_GROUP_PROD) || defined(BC_SCAN_GROUP_PROD_LINES) || \
+    defined(BC_SCAN_GROUP_PROD_ROUNDS) || defined(BC_SCAN_GROUP_PROD_STREAM)
+namespace bc {
+namespace scan {
+template <bool kDouble, typename A>
+struct ProdAccOf {
+  typedef A type;
+};
+template <typename A>
+struct ProdAccOf<true, A> {
+  typedef double type;
+};
+typedef ProdAccOf<sizeof(BC_T) == 4, BC_ACC>::type ProdAcc;
+}  // namespace scan
+}  // namespace bc
+#undef BC_ACC
+#define BC_ACC bc::scan::ProdAcc
 #endif
 
 // Every program: the look-back workspace's zeroing (op- and dtype-independent).
