@@ -76,7 +76,7 @@ def main() -> None:
             if dt == torch.float32:
                 v = rng.uniform(1 - a, 1 + a, size=shape) * rng.choice([-1, 1], size=shape)
             else:
-                v = np.stack([_two_byte(rng, dt, n) for _ in range(rows)], axis)
+                v = np.stack([_two_byte(rng, dt, n) for _ in range(rows)], 1 - axis)
             x = torch.from_numpy(v).cuda().to(dt)
             x64 = x.double()
             ref = torch.cumprod(x64, axis)

@@ -1697,13 +1697,17 @@ def test_max_backward_ring(kind: ScanKind, element: ElementKind, monkeypatch: An
 def test_lookback_staged_tiles(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Strided look-back tiles moved through shared memory in 16-byte vectors (LBCOLS_STAGED)
     where a tile is one run (2, 8 or 32 interleaved lines, axis stride == width; wide and
-    narrow tiles, a partial last tile); and layouts that must not stage (length not whole
-    vectors, misaligned, several groups, a rank-3 tensor); both directions, forward and
-    backward, against the float64 reference and the unstaged kernel."""
+    narrow tiles, a partial last tile; the f32 cumprod's flagged tiles); and layouts that
+    must not stage (length not whole vectors, misaligned, several groups, a rank-3 tensor);
+    both directions, forward and backward, against the float64 reference and the unstaged
+    kernel."""
     from baracuda.scan import _kernels as K
 
     assert K.LBCOLS_STAGED
     monkeypatch.setattr(K, "STREAM_LINES", False)  # sm_90 takes (n, 2) on the stream kernel
+    if K.state_size(_op_of(kind), element.itemsize) == 8:
+        # the f32 cumprod's double states: flagged tiles (by default, the three passes)
+        monkeypatch.setattr(K, "LOOKBACK_FLAGGED", True)
     seen = launched_kernels(monkeypatch)
     lanes = 16 // element.itemsize
     dt = torch_dtype(element)
