@@ -390,6 +390,22 @@ def test_missing_saved_tensor_and_shape_errors() -> None:
                                                                device="cuda")))  # fmt: skip
 
 
+def test_precision_guarantee_names_the_accumulator() -> None:
+    """Each plan's guarantee names its accumulator: f32 for f16, bf16 and f32 (and the f32
+    cumprod backward), f64 for f64 and the f32 cumprod forward (scan.cu, ProdAcc)."""
+    s = stream()
+    F32, F64 = ElementKind.F32, ElementKind.F64
+    for kind, element, acc in [(ScanKind.CUMPROD, F32, F64), (ScanKind.CUMPROD, F64, F64),
+                               (ScanKind.CUMPROD, ElementKind.BF16, F32),
+                               (ScanKind.CUMSUM, F32, F32), (ScanKind.LOGCUMSUMEXP, F32, F32),
+                               (ScanKind.CUMMAX, ElementKind.F16, F32)]:  # fmt: skip
+        g = ScanPlan.select(s, ScanDescriptor(kind, (4, 5), 1, element)).precision_guarantee()
+        assert g.accumulator is acc and g.deterministic, (kind, element, g)
+    g = ScanBackwardPlan.select(s, ScanBackwardDescriptor(ScanKind.CUMPROD, (4, 5), 1,
+                                                          F32)).precision_guarantee()  # fmt: skip
+    assert g.accumulator is F32, g
+
+
 def test_workspace_too_small() -> None:
     s = stream()
     desc = ScanDescriptor(ScanKind.CUMSUM, (1, 2**22), 1, ElementKind.F32)

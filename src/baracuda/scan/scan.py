@@ -29,6 +29,7 @@ from baracuda.scan._kernels import (
     scan_source,
     slot,
     state_bytes,
+    state_size,
     switch_values,
 )
 from baracuda.types import (
@@ -166,9 +167,10 @@ class ScanPlanBase(Plan[DS, AS, VS]):
 
     def sku(self) -> KernelSku:
         d = self.desc
+        double = state_size(self.GROUPS[d.kind], d.element.itemsize) == 8  # the f32 cumprod too
         return KernelSku(OpCategory.SCAN, d.kind.value + self.OP_SUFFIX, d.element,
                          self._module.arch, BackendKind.NVRTC, "rows|cols|lookback",
-                         deterministic_precision(d.element))  # fmt: skip
+                         deterministic_precision(d.element, double))  # fmt: skip
 
 
 class ScanPlan(
@@ -179,9 +181,10 @@ class ScanPlan(
     Ops: cumsum, cumprod, cummax, cummin (optionally with the int64 index of the running
     winner; NaN wins and sticks, the latest NaN's index), logcumsumexp (``-inf`` is the
     identity, ``inf`` and ``inf`` give ``inf``). ``reverse`` scans from the last element.
-    Dtypes: f32, f16, bf16, f64; f16/bf16 accumulate in f32, f64 in f64; one rounding of
-    each output. Shapes: rank 1-8, any axis (negative too), any strides, empty tensors and
-    zero-length axes (nothing launched). Outputs must not overlap the input.
+    Dtypes: f32, f16, bf16, f64; f16/bf16 accumulate in f32, f64 in f64, and the f32
+    cumprod in f64 (a tiled f32 product drifts over long axes); one rounding of each output.
+    Shapes: rank 1-8, any axis (negative too), any strides, empty tensors and zero-length
+    axes (nothing launched). Outputs must not overlap the input.
     Kernels: a warp or block per row when the axis is contiguous (16-byte vectors when
     aligned), a thread per row walking the axis otherwise; rows too few to fill the GPU are
     cut into tiles scanned in one pass, each tile taking its carry by decoupled look-back over
