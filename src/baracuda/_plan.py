@@ -88,11 +88,13 @@ def check_element(plan: str, field: str, element: object) -> ElementKind:
     return element
 
 
-def deterministic_precision(element: ElementKind, double: bool = False) -> PrecisionGuarantee:
+def deterministic_precision(element: ElementKind,
+                            source: KernelSource | None = None) -> PrecisionGuarantee:  # fmt: skip
     """The guarantee of every kernel in this release: math and accumulation in the element's
-    accumulator type (the dtype table's; in f64 with ``double``: the f32 cumprod), no atomics,
-    so results are deterministic."""
-    f64 = double or ELEMENTS[element].acc_c_type == "double"
+    accumulator type (``source``'s, where it names one: ``KernelSource.double_acc``; else the
+    dtype table's), no atomics, so results are deterministic."""
+    acc = source.acc_c_type(element) if source is not None else ELEMENTS[element].acc_c_type
+    f64 = acc == "double"
     return PrecisionGuarantee(
         math_precision=MathPrecision.F64 if f64 else MathPrecision.F32,
         accumulator=ElementKind.F64 if f64 else ElementKind.F32,

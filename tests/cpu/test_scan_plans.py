@@ -658,7 +658,7 @@ def test_lookback_zeroing_then_dependent_launch(
 
 
 def test_f32_cumprod_states_are_doubles(monkeypatch: pytest.MonkeyPatch) -> None:
-    """cumprod accumulates f32 in double (scan.cu, ProdAcc): its states are 8 bytes, so its
+    """cumprod accumulates f32 in double (_DOUBLE_F32_OPS): its states are 8 bytes, so its
     look-back takes flagged nodes, not words packed with one float; the other ops' f32 states,
     and every op's 2-byte ones, stay one float."""
     from baracuda.scan import _kernels as K
@@ -678,6 +678,23 @@ def test_f32_cumprod_states_are_doubles(monkeypatch: pytest.MonkeyPatch) -> None
                              itemsize=itemsize, layout="cols", sm_count=132,
                              states_ptr=ws)  # fmt: skip
 
+    # the programs compile with the accumulator the host sizes states by: one list decides both
+    from baracuda._cuda.compiler import _options
+
+    for group, source in K.SCAN_SOURCES.items():
+        for element in source.elements:
+            wide = all(K.state_size(op, element.itemsize) == 8 for op in K._group_ops(group))
+            acc = dict(_options(source, element, "sm_90").define_macro)["BC_ACC"]
+            assert acc == ("double" if wide else "float"), (group, element, acc)
+    assert K.SCAN_SOURCES["prod"].double_acc == (ElementKind.F32,)
+    assert K.SCAN_SOURCES["prod_bwd"].double_acc == ()
+    # ... and the plans' guarantee names it (ScanPlanBase.sku passes its program's source)
+    from baracuda._plan import deterministic_precision
+
+    f32, f64 = ElementKind.F32, ElementKind.F64
+    assert deterministic_precision(f32, K.SCAN_SOURCES["prod"]).accumulator is f64
+    assert deterministic_precision(f32, K.SCAN_SOURCES["sum"]).accumulator is f32
+    assert deterministic_precision(ElementKind.BF16, K.SCAN_SOURCES["prod"]).accumulator is f32
     assert run("sum", 4).startswith("lb") and run("prod", 2).startswith("lb")
     assert run("prod", 4).startswith("colsx")  # the three passes: LOOKBACK_FLAGGED is off
     monkeypatch.setattr(K, "LOOKBACK_FLAGGED", True)

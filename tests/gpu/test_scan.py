@@ -392,7 +392,7 @@ def test_missing_saved_tensor_and_shape_errors() -> None:
 
 def test_precision_guarantee_names_the_accumulator() -> None:
     """Each plan's guarantee names its accumulator: f32 for f16, bf16 and f32 (and the f32
-    cumprod backward), f64 for f64 and the f32 cumprod forward (scan.cu, ProdAcc)."""
+    cumprod backward), f64 for f64 and the f32 cumprod forward (BC_ACC double)."""
     s = stream()
     F32, F64 = ElementKind.F32, ElementKind.F64
     for kind, element, acc in [(ScanKind.CUMPROD, F32, F64), (ScanKind.CUMPROD, F64, F64),

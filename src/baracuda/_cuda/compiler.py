@@ -44,7 +44,8 @@ class KernelSource:
 
     ``group`` names one program of a file compiled in parts: the file is compiled with the
     preprocessor ``defines`` (``(name, value)`` pairs) that select the group's entries, and
-    ``entries`` lists exactly those.
+    ``entries`` lists exactly those. ``double_acc``: the elements this program accumulates in
+    double (``BC_ACC``) whatever the dtype table's accumulator (the f32 cumprod).
     """
 
     family: str  # package folder, e.g. "elementwise"
@@ -53,6 +54,11 @@ class KernelSource:
     elements: tuple[ElementKind, ...] = tuple(ElementKind)
     group: str = ""  # e.g. "sum" for the cumsum kernels of scan.cu
     defines: tuple[tuple[str, str], ...] = ()
+    double_acc: tuple[ElementKind, ...] = ()
+
+    def acc_c_type(self, element: ElementKind) -> str:
+        """The accumulator's C type of ``element`` in this program (``BC_ACC``)."""
+        return "double" if element in self.double_acc else ELEMENTS[element].acc_c_type
 
     @property
     def name(self) -> str:
@@ -167,7 +173,7 @@ def _options(source: KernelSource, element: ElementKind, arch: str) -> Any:
         include_path=[cuda_include_dir()],
         define_macro=[
             ("BC_T", info.c_type),
-            ("BC_ACC", info.acc_c_type),
+            ("BC_ACC", source.acc_c_type(element)),
             ("BC_SUFFIX", element.value),
             *source.defines,
         ],

@@ -1079,6 +1079,22 @@ STREAM_SMEM = STREAM_STAGES * STREAM_TILE
 STREAM_BLOCKS_PER_SM = 2
 
 
+# Ops that accumulate f32 in double: their programs compile with BC_ACC double for f32
+# (KernelSource.double_acc), so every partial product, tile total and carry is a double and
+# each output is rounded once. A product's rounding errors do not cancel over the tiles of a
+# long axis the way a sum's do: in f32, a tile's product of 256 factors near 1 came out 0.57
+# eps smaller in magnitude than the exact one on average, and those drifts added up tile after
+# tile (2.2e-2 over 2^24 positions; a sequential f32 product 2.5e-4; docs/benchmarks.md,
+# rounds 59 and 60).
+_DOUBLE_F32_OPS = ("prod",)
+
+
+def state_size(op: str, itemsize: int) -> int:
+    """Bytes of ``op``'s accumulator in ``itemsize``-byte elements: 8 in f64 and for the ops
+    of _DOUBLE_F32_OPS in f32, else 4 (2-byte types accumulate in f32)."""
+    return 8 if itemsize == 8 or (itemsize == 4 and op in _DOUBLE_F32_OPS) else 4
+
+
 def _group_entries(group: str) -> tuple[str, ...]:
     if group in LINES_GROUPS.values():
         op = group.removesuffix("_lines")
@@ -1115,9 +1131,21 @@ def _group_entries(group: str) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+def _group_ops(group: str) -> tuple[str, ...]:
+    """The ops whose kernels the program ``group`` holds."""
+    for groups, suffix in ((LINES_GROUPS, "_lines"), (ROUNDS_GROUPS, "_rounds"),
+                           (STREAM_GROUPS, "_stream")):  # fmt: skip
+        if group in groups.values():
+            return (group.removesuffix(suffix),)
+    return SCAN_GROUPS[group]
+
+
 def _group_source(group: str) -> KernelSource:
     define = (f"BC_SCAN_GROUP_{group.upper()}", "1")
-    return KernelSource("scan", "scan.cu", _group_entries(group), group=group, defines=(define,))
+    # the f32 cumprod's programs accumulate in double (state_size)
+    wide = all(op in _DOUBLE_F32_OPS for op in _group_ops(group))
+    return KernelSource("scan", "scan.cu", _group_entries(group), group=group, defines=(define,),
+                        double_acc=(ElementKind.F32,) if wide else ())  # fmt: skip
 
 
 SCAN_SOURCES: dict[str, KernelSource] = {
@@ -1325,15 +1353,6 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
 # Ops whose scan state is one accumulator: look-back nodes packed with their flag in a
 # 64-bit word (scan.cu, LbNodes) where that accumulator is 4 bytes (``state_size``).
 _SCALAR_STATE = ("sum", "prod", "lse", "maxflag")
-# Ops that accumulate f32 in double (scan.cu, ProdAcc): a product's rounding drifts add up
-# over the tiles of a long axis (docs/benchmarks.md, rounds 59 and 60).
-_DOUBLE_F32_OPS = ("prod",)
-
-
-def state_size(op: str, itemsize: int) -> int:
-    """Bytes of ``op``'s accumulator in ``itemsize``-byte elements: 8 in f64 and for the ops
-    of _DOUBLE_F32_OPS in f32, else 4 (2-byte types accumulate in f32)."""
-    return 8 if itemsize == 8 or (itemsize == 4 and op in _DOUBLE_F32_OPS) else 4
 
 
 def _lb_zeroed_bytes(ch: Chunking, packed: bool) -> int:

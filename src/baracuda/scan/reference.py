@@ -310,7 +310,7 @@ def _sum_or_product(xp: Any, a: Any, product: bool) -> Any:
         if (is_numpy_namespace(xp) or is_array_api_strict_namespace(xp)) and (
             a.dtype == xp.float32
         ):
-            # f32 products in double, as the kernels do (scan.cu, ProdAcc): a blocked f32
+            # f32 products in double, as the kernels (_kernels._DOUBLE_F32_OPS): a blocked f32
             # product drifts over long axes (4 x 2^20 factors near 1: 1.5e-4 of |y| against
             # 6.0e-8; a sequential f32 product 4.1e-5)
             return _assoc_scan(xp, (xp.astype(a, xp.float64),), lambda e, t: (e[0] * t[0],))[0]

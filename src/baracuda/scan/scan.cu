@@ -5896,32 +5896,9 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #error "scan.cu: define exactly one BC_SCAN_GROUP_<NAME> (baracuda.scan._kernels.SCAN_SOURCES)"
 #endif
 
-// cumprod accumulates f32 in double (the other ops accumulate f32 in float, and 2-byte types
-// in float). A product's rounding errors do not cancel the way a sum's do over the tiles of a
-// long axis: in f32, a tile's product of 256 factors near 1 came out 0.57 eps smaller in
-// magnitude than the exact one on average, and those drifts add up tile after tile (2.2e-2
-// relative error over 2^24 positions; a sequential f32 product 2.5e-4; docs/benchmarks.md,
-// rounds 59 and 60). Every product kernel of these programs then holds 8-byte states, as in
-// f64: the host mirrors it (baracuda.scan._kernels.state_size).
-#if defined(BC_SCAN_GROUP_PROD) || defined(BC_SCAN_GROUP_PROD_LINES) || \
-    defined(BC_SCAN_GROUP_PROD_ROUNDS) || defined(BC_SCAN_GROUP_PROD_STREAM)
-namespace bc {
-namespace scan {
-template <bool kDouble, typename A>
-struct ProdAccOf {
-  typedef A type;
-};
-template <typename A>
-struct ProdAccOf<true, A> {
-  typedef double type;
-};
-typedef ProdAccOf<sizeof(BC_T) == 4, BC_ACC>::type ProdAcc;
-}  // namespace scan
-}  // namespace bc
-#undef BC_ACC
-#define BC_ACC bc::scan::ProdAcc
-#endif
-
+// BC_ACC is the element's accumulator, but double for f32 in the cumprod's programs (prod,
+// prod_lines, prod_rounds, prod_stream): baracuda.scan._kernels._DOUBLE_F32_OPS, through
+// KernelSource.double_acc. Their kernels then hold 8-byte states, as in f64.
 // Every program: the look-back workspace's zeroing (op- and dtype-independent).
 BC_KERNEL(scan_zero, 256)(unsigned* p, long long words) { bc::scan::zero_lb_words(p, words); }
 

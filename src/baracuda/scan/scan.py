@@ -29,7 +29,6 @@ from baracuda.scan._kernels import (
     scan_source,
     slot,
     state_bytes,
-    state_size,
     switch_values,
 )
 from baracuda.types import (
@@ -167,10 +166,9 @@ class ScanPlanBase(Plan[DS, AS, VS]):
 
     def sku(self) -> KernelSku:
         d = self.desc
-        double = state_size(self.GROUPS[d.kind], d.element.itemsize) == 8  # the f32 cumprod too
         return KernelSku(OpCategory.SCAN, d.kind.value + self.OP_SUFFIX, d.element,
                          self._module.arch, BackendKind.NVRTC, "rows|cols|lookback",
-                         deterministic_precision(d.element, double))  # fmt: skip
+                         deterministic_precision(d.element, self._module.source))  # fmt: skip
 
 
 class ScanPlan(
