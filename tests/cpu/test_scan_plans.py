@@ -658,9 +658,10 @@ def test_lookback_zeroing_then_dependent_launch(
 
 
 def test_f32_cumprod_states_are_doubles(monkeypatch: pytest.MonkeyPatch) -> None:
-    """cumprod accumulates f32 in double (_DOUBLE_F32_OPS): its states are 8 bytes, so its
-    look-back takes flagged nodes, not words packed with one float; the other ops' f32 states,
-    and every op's 2-byte ones, stay one float."""
+    """cumprod accumulates f32 in double (_DOUBLE_F32_OPS): its states are 8 bytes, one
+    double, so its look-back nodes are one word each, as f64's are and one float's (the zeroed
+    words, not a flag a node); the other ops' f32 states, and every op's 2-byte ones, stay
+    one float."""
     from baracuda.scan import _kernels as K
 
     assert [K.state_size("prod", z) for z in (2, 4, 8)] == [4, 8, 8]
@@ -696,14 +697,18 @@ def test_f32_cumprod_states_are_doubles(monkeypatch: pytest.MonkeyPatch) -> None
     assert deterministic_precision(f32, K.SCAN_SOURCES["sum"]).accumulator is f32
     assert deterministic_precision(ElementKind.BF16, K.SCAN_SOURCES["prod"]).accumulator is f32
     assert run("sum", 4).startswith("lb") and run("prod", 2).startswith("lb")
-    assert run("prod", 4).startswith("colsx")  # the three passes: LOOKBACK_FLAGGED is off
-    monkeypatch.setattr(K, "LOOKBACK_FLAGGED", True)
-    variant = run("prod", 4)
-    assert variant.startswith(("lbcols", "lbstage"))  # 16 positions a thread, never wide
-    ch = chunking("cols", 2, 2**20, 4, 132, True)
-    assert ch.chunk_len == K.BLOCK // ch.width * 16
-    zero = log.calls[0]
-    assert zero[:2] == ("scan_zero", (ws, (K.LB_HEADER + -(-4 * ch.nodes // 16) * 16) // 4))
+    # LOOKBACK_FLAGGED is off: one-word states take look-back tiles, other states three passes
+    assert run("max", 4).startswith("colsx")
+    for op, itemsize in (("prod", 4), ("prod", 8), ("sum", 8), ("lse", 8)):
+        variant = run(op, itemsize)
+        assert variant.startswith("lbstage" if itemsize == 4 else "lbcols"), (op, variant)
+        ch = chunking("cols", 2, 2**20, itemsize, 132, True)
+        zero = log.calls[0]
+        assert zero[:2] == ("scan_zero", (ws, (K.LB_HEADER + 8 * ch.nodes * ch.width) // 4))
+    # f64 takes them for a few lines only (LB_F64_MAX_LINES); the f32 cumprod for any
+    shape, x, y = (2**16, 16), Slot(1 << 30, (16, 1)), Slot(1 << 31, (16, 1))
+    assert run("sum", 8).startswith("colsx") and run("lse", 8).startswith("colsx")
+    assert run("prod", 4).startswith("lbstage")
 
 
 @pytest.mark.parametrize(("layout", "shape", "axis"), [("cols", (4096, 64), 0),
@@ -818,10 +823,10 @@ def test_stream_lines_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None
         assert K.state_bytes((n, g), 0, 4, 132) >= 16 + 8 * g * (tiles + waves)
     if not sm90:
         return
-    # not: misaligned data, positions wider than 16 bytes, partial vectors, lse, the f32
-    # cumprod (its states are doubles: state_size); its 2-byte lines do
+    # not: misaligned data, positions wider than 16 bytes, partial vectors, lse; the f32
+    # cumprod does (its states are doubles: state_size), and its 2-byte lines
     assert not run("sum", 2**20, 2, 4, at=8).startswith("stream")
-    assert not run("prod", 2**19 + 4, 4, 4).startswith("stream")
+    assert run("prod", 2**19 + 4, 4, 4).startswith("stream4")
     assert run("prod", 2**20 + 8, 2, 2).startswith("stream2")
     assert not run("sum", 2**20, 4, 8).startswith("stream")
     assert not run("sum", 2**20 + 1, 2, 4).startswith("stream")
@@ -879,7 +884,8 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
     sm90 = arch == "sm_90"
     for op, n, itemsize, reverse in (("sum", 2**23, 4, False), ("sum", 2**23, 4, True),
-                                     ("prod", 2**20 + 8, 2, False)):  # fmt: skip
+                                     ("prod", 2**20 + 8, 2, False),
+                                     ("prod", 2**20, 4, True)):  # the f32 cumprod: double words
         variant = run(op, n, itemsize, reverse)
         if not sm90:
             assert not variant.startswith("stream"), variant
@@ -897,7 +903,7 @@ def test_stream_rows_launch(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
         # the plan's workspace holds it
         assert K.state_bytes((2, n), 1, itemsize, 132) >= 16 + 8 * 2 * (tpr + waves)
     for op, n, itemsize in (("sum", 2**20 + 1, 4), ("sum", 2**20, 8), ("lse", 2**20, 4),
-                            ("prod", 2**20, 4)):  # fmt: skip
+                            ("prod", 2**20, 8)):  # fmt: skip
         assert not run(op, n, itemsize).startswith("stream")
     if sm90:
         mod.resident = 1  # one block an SM resident: a grid of one an SM

@@ -235,6 +235,43 @@ def test_lookback_is_deterministic(shape_axis: tuple[tuple[int, ...], int], kind
     assert_close(first, ref, ElementKind.F32, scale=scale_of(kind, shape[axis]), what="lookback")
 
 
+# StateWord<double>'s empty pattern (a signalling NaN) and its negation (cummin's key of it)
+_SNAN = (0xFFF0000000000001, 0x7FF0000000000001)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_lookback_words_take_every_double(kind: ScanKind, monkeypatch: Any) -> None:
+    """An f64 look-back node is one word, the double's bits XORed with a signalling NaN, so
+    that a zero word is one not yet written (scan.cu, StateWord); an input holding that very
+    NaN, or its negation (cummin's keys negate), where it becomes a tile's total (a state
+    that copies its input: cummax's keys in the backward's winner flags), must neither hang
+    nor be lost: NaN where the reference has NaN, the other lines exact; along a strided axis
+    (lbcols) and contiguous rows (lbrows), forward and backward, both ways."""
+    from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "LOOKBACK_ROWS", True)
+    monkeypatch.setattr(K, "COOP_ROWS", False)
+    monkeypatch.setattr(K, "STREAM_ROWS", False)
+    names = launched_kernels(monkeypatch)
+    for shape, axis in (((2**17 + 3, 3), 0), ((3, 50_001), 1)):
+        if kind is ScanKind.CUMPROD:  # random signs: exact products through every carry
+            xn = np.random.default_rng(41).choice([-1.0, 1.0], shape)
+        else:
+            xn = make_input(kind, shape, 41)
+        n = shape[axis]
+        lines = np.moveaxis(xn.view(np.uint64), axis, -1)  # a view: lines[line, position]
+        lines[1, n // 2], lines[1, n // 2 + 1000] = _SNAN
+        lines[2, [0, n - 1]] = _SNAN  # a line's first and last tiles
+        x = torch.from_numpy(xn).to("cuda")
+        assert torch.equal(x.view(torch.int64).cpu(), torch.from_numpy(xn.view(np.int64)))
+        for reverse in (False, True):
+            names.clear()
+            check_op(kind, ElementKind.F64, x, axis, reverse,
+                     f"signalling NaNs {shape} axis={axis} rev={reverse}")  # fmt: skip
+            if kind not in EXTREMA or axis == 0:  # (cummax's winner flags: lbcols)
+                assert any("_lb" in nm for nm in names), names
+
+
 # look-back lines of more than 32 and more than 1024 tiles (joins at radix levels 1 and 2):
 # a block row, tiles of 4 adjacent lines and of 2 (f32 tiles: 4096, 1024 and 2048 positions)
 RADIX = [((2, 33 * 4096 + 5), 1), ((2**17 + 3, 3), 0), ((2**21 + 7, 2), 0)]
@@ -247,7 +284,8 @@ RADIX = [((2, 33 * 4096 + 5), 1), ((2**17 + 3, 3), 0), ((2**21 + 7, 2), 0)]
 def test_lookback_radix_levels(kind: ScanKind, element: ElementKind,
                                case: tuple[tuple[int, ...], int],
                                monkeypatch: Any) -> None:  # fmt: skip
-    """Packed (4-byte) and flagged (8/16-byte) look-back states over several tree levels."""
+    """Look-back states over several tree levels: one-word nodes (a float, or a double: f64
+    and the f32 cumprod) and flagged ones (cummax's value and index)."""
     from baracuda.scan import _kernels as K
 
     monkeypatch.setattr(K, "LOOKBACK_ROWS", True)
@@ -736,9 +774,8 @@ def _stream_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, 
     rows of cumsum/cumprod: rows whose last tile (32 KiB) is partial, a view whose rows start
     8 elements into longer rows, one row of 2^20 + 8, rows of exactly 2 and 3 tiles, rows of
     a tile and one vector, the benchmark's (2, 2^23) for cumsum; and rows it must not take:
-    rows not of whole 16-byte vectors, a row view with a step, 8-byte states (f64, and the
-    f32 cumprod, which accumulates in double)."""
-    from baracuda.scan import _kernels as K
+    rows not of whole 16-byte vectors, a row view with a step, f64. (The f32 cumprod takes
+    it with double states.)"""
 
     lanes = 16 // element.itemsize
     tile = 32768 // element.itemsize
@@ -746,7 +783,7 @@ def _stream_cases(kind: ScanKind, element: ElementKind) -> list[tuple[str, Any, 
     def make(shape: tuple[int, ...], seed: int) -> Any:
         return _coop_input(kind, element, shape, seed)
 
-    ok = K.state_size(_op_of(kind), element.itemsize) == 4
+    ok = element.itemsize != 8
     cases = [
         ("3 x 100008", make((3, 100_008), 60), ok),
         ("sliced 3 x 100008", make((3, 100_016), 61)[:, 8:], ok),
@@ -817,12 +854,17 @@ def test_scan_stream_rows_past_one_round(kind: ScanKind, element: ElementKind,
                  what="stream vs rounds, one row of 2^26")  # fmt: skip
 
 
-@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
-def test_scan_stream_zeroes_its_workspace(element: ElementKind, monkeypatch: Any) -> None:
+@pytest.mark.parametrize(("kind", "element"), [(ScanKind.CUMSUM, ElementKind.F32),
+                                               (ScanKind.CUMSUM, ElementKind.BF16),
+                                               (ScanKind.CUMPROD, ElementKind.F32)],
+                         ids=lambda v: v.value)  # fmt: skip
+def test_scan_stream_zeroes_its_workspace(kind: ScanKind, element: ElementKind,
+                                          monkeypatch: Any) -> None:  # fmt: skip
     """The stream kernel zeroes its own workspace (no step before it): on a workspace of 0xff
-    bytes (every word a ready flag beside a NaN, the tile counter at its largest) cumsum
-    over rows of two waves and a partial tile matches the float64 reference both ways, and
-    again on new input over the words the first run left."""
+    bytes (every word ready: a float's flag beside a NaN, a double's denormal; the tile
+    counter at its largest) cumsum, and the f32 cumprod in double words, over rows of two
+    waves and a partial tile match the float64 reference both ways, and again on new input
+    over the words the first run left."""
     if not _sm90():
         pytest.skip("the stream kernel runs on sm_90 and later")
     from baracuda.scan import _kernels as K
@@ -840,16 +882,15 @@ def test_scan_stream_zeroes_its_workspace(element: ElementKind, monkeypatch: Any
     shape = (2, 2**23 // element.itemsize + 8)  # 257 tiles a row, the last partial
     st = torch.cuda.current_stream()
     for reverse in (False, True):
-        plan = ScanPlan.select(st, ScanDescriptor(ScanKind.CUMSUM, shape, 1, element, reverse))
+        plan = ScanPlan.select(st, ScanDescriptor(kind, shape, 1, element, reverse))
         buf = torch.full((plan.workspace_size(),), 0xFF, dtype=torch.uint8, device="cuda")
         ws = bc.Workspace.from_tensor(buf)
         for seed in (3, 4):
-            x64 = make_input(ScanKind.CUMSUM, shape, seed)
-            x = torch.from_numpy(x64).to("cuda", torch_dtype(element))
+            x = _coop_input(kind, element, shape, seed)  # cumprod: random signs
             y = poisoned(shape, element)
             plan.run(st, ws, ScanArgs(x, y))
-            ref = R.scan(ScanKind.CUMSUM, _np64(x), 1, reverse)
-            assert_close(y, ref, element, scale=scale_of(ScanKind.CUMSUM, shape[1]),
+            ref = R.scan(kind, _np64(x), 1, reverse)
+            assert_close(y, ref, element, scale=scale_of(kind, shape[1]),
                          what=f"garbage workspace rev={reverse} seed={seed}")  # fmt: skip
     assert variants == ["streamx514"] * 2, variants  # recorded once a direction
 
@@ -910,10 +951,12 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
          "coop" if element.itemsize in K.COOP_LSE_ITEMSIZES else "pipe1"),
         ("few long aligned rows, three passes of blocks", (2, wide), 1,
          {"COOP_ROWS": False, "PIPE_CHUNK_OPS": ()}, "rows8"),
-        # f64's states are not one word: three passes where the others take look-back tiles
+        # look-back tiles, staged below f64; f64 takes them for a few lines only
+        # (LB_F64_MAX_LINES), three passes here
         ("strided lines", (300, 65), 0, {}, "cols" if element.itemsize == 8 else "lbcols"),
         ("strided lines, staged", (4096, 32), 0, {},
          "cols" if element.itemsize == 8 else "lbstage"),
+        ("a few strided lines", (3000, 5), 0, {}, "lbcols"),
         # f32, f16 and bf16 take strips there (STRIP_OPS), f64 three passes
         ("many strided lines", (40, 140_032), 0, {"SHORT": False},
          "strip" if K._listed(K.STRIP_OPS, "lse", element.itemsize) else "cols"),
@@ -1077,8 +1120,8 @@ def test_scan_stream_lines(kind: ScanKind, element: ElementKind, monkeypatch: An
     row whose elements belong to line (index mod G), both ways, forward and backward against
     the float64 reference, on the cooperative kernel's cases and a run of partial 512-byte
     rows; f32 takes it wherever the lines are one run of whole vectors, 2-byte types where
-    no program over lines takes them ((100008, 2)), f64 and the f32 cumprod (8-byte states)
-    never; the cumsum forward is bit for bit repeatable and within tolerance of the
+    no program over lines takes them ((100008, 2)), f64 never (the f32 cumprod does, in
+    double states); the cumsum forward is bit for bit repeatable and within tolerance of the
     cooperative kernel (STREAM_LINES off)."""
     from baracuda.scan import _kernels as K
 
@@ -1086,10 +1129,9 @@ def test_scan_stream_lines(kind: ScanKind, element: ElementKind, monkeypatch: An
         pytest.skip("the stream kernel runs on sm_90 and later")
     names = launched_kernels(monkeypatch)
     op = _op_of(kind)
-    one_word = K.state_size(op, element.itemsize) == 4  # the stream kernel's states
     for what, x, lines in _lines_cases(kind, element):
-        if not one_word:
-            lines = 0  # f64, the f32 cumprod
+        if element.itemsize == 8:
+            lines = 0  # the stream kernel takes 2- and 4-byte types
         elif what == "(100008, 2): partial rows":
             lines = 2  # whole 16-byte vectors, no coop program
         elif element.itemsize != 4:
@@ -1713,7 +1755,7 @@ def test_max_backward_ring(kind: ScanKind, element: ElementKind, monkeypatch: An
 def test_lookback_staged_tiles(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Strided look-back tiles moved through shared memory in 16-byte vectors (LBCOLS_STAGED)
     where a tile is one run (2, 8 or 32 interleaved lines, axis stride == width; wide and
-    narrow tiles, a partial last tile; the f32 cumprod's flagged tiles); and layouts that
+    narrow tiles, a partial last tile; the f32 cumprod's tiles of double words); and layouts that
     must not stage (length not whole vectors, misaligned, several groups, a rank-3 tensor);
     both directions, forward and backward, against the float64 reference and the unstaged
     kernel."""
@@ -1721,9 +1763,6 @@ def test_lookback_staged_tiles(kind: ScanKind, element: ElementKind, monkeypatch
 
     assert K.LBCOLS_STAGED
     monkeypatch.setattr(K, "STREAM_LINES", False)  # sm_90 takes (n, 2) on the stream kernel
-    if K.state_size(_op_of(kind), element.itemsize) == 8:
-        # the f32 cumprod's double states: flagged tiles (by default, the three passes)
-        monkeypatch.setattr(K, "LOOKBACK_FLAGGED", True)
     seen = launched_kernels(monkeypatch)
     lanes = 16 // element.itemsize
     dt = torch_dtype(element)

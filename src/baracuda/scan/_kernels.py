@@ -80,6 +80,7 @@ __all__ = [
     "LOOKBACK",
     "LOOKBACK_ROWS",
     "LOOKBACK_FLAGGED",
+    "LB_F64_MAX_LINES",
     "LB_DEPENDENT",
     "WARP_ROWS_PER_SM",
     "WARP_ROWS_PER_SM_OP",
@@ -201,11 +202,20 @@ LOOKBACK_ROWS = False
 # each launch.
 LB_DEPENDENT = True
 
-# Switch: look-back also for ops whose scan state is not one packed 4-byte word (cummax and
-# cummin, f64, the backward ops' pairs: a flag and a fence per node). Off: on the H100,
+# Switch: look-back also for ops whose scan state is not one float or one double (cummax and
+# cummin, the backward ops' pairs: a flag and a fence per node). Off: on the H100,
 # cummax over 4096 x 8192 along dim 0 took 347 us in three passes vs 390 us with lbcols
 # (bf16 325 vs 404), while cumsum gains from lbcols (111 vs 188 us). Read at each launch.
 LOOKBACK_FLAGGED = False
+
+# Switch: f64 lines (one-double states) take look-back tiles only where there are at most this
+# many of them (a tile of at most 8 lines); more take the three passes. On an H200, along dim 0
+# of (n, L) f64 holding 2^23 elements, look-back against the three passes (us): logcumsumexp
+# L = 4: 188 vs 271, 8: 194 vs 210, 16: 209 vs 195, 64: 185 vs 159, 1024: 154 vs 129; the
+# cummax backward's winner flags L = 4: 228 vs 271, 16: 213 vs 199; cumsum L = 4: 75 vs 120,
+# 16: 79 vs 76 (docs/benchmarks.md, round 61). The f32 cumprod's double states take look-back
+# tiles at every L (its three passes were slower throughout: 300 lines 53 vs 64 us).
+LB_F64_MAX_LINES = 8
 
 # Itemsizes whose cumsum/cumprod/logcumsumexp along a strided axis take wide look-back
 # tiles: 32 positions per thread (16 otherwise) when a tile holds 32 lines. On the H100,
@@ -1350,8 +1360,8 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
     return Chunking("cols", -(-n // chunk_len), chunk_len)
 
 
-# Ops whose scan state is one accumulator: look-back nodes packed with their flag in a
-# 64-bit word (scan.cu, LbNodes) where that accumulator is 4 bytes (``state_size``).
+# Ops whose scan state is one accumulator, a float or a double (``state_size``): their
+# look-back nodes are one 64-bit word each, zero until written (scan.cu, StateWord).
 _SCALAR_STATE = ("sum", "prod", "lse", "maxflag")
 
 
@@ -1578,7 +1588,7 @@ def _zero(rec: Recorder | None, fn: Any, grid: tuple[int, int, int], stream: Str
 _SWITCHES = (
     "PIPELINED_ROWS", "SEG_ROWS", "SEG_MAX_BYTES", "SEG_WARPS_PER_SM", "SEG_ONE_VECTOR",
     "LOOKBACK",
-    "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED",
+    "LOOKBACK_ROWS", "LB_DEPENDENT", "LOOKBACK_FLAGGED", "LB_F64_MAX_LINES",
     "LBCOLS_WIDE", "LBCOLS_STAGED", "LBCOLS_PAIRS", "STRIP", "STRIP_OPS", "STRIP_512_OPS",
     "STRIP_MIN_FILL", "STRIP_MIN_FILL_OF", "STRIP_NARROW_OPS", "STRIP_32_OPS", "STRIP_MANY_OPS",
     "STRIP_MANY_PER_SM",
@@ -1813,15 +1823,19 @@ def launch_scan(
         lp.vec = 1  # coop_lines: 16-byte aligned, whole rows
         _launch_coop(lines, op, stream, lp, lcoop, 1, reverse, lg, states_ptr, rec)
         return f"coop{lg}x{lcoop.nchunks}{lcoop.tag}"
-    packed = op in _SCALAR_STATE and state_size(op, itemsize) == 4  # the state is one float
+    packed = op in _SCALAR_STATE  # the state is one float or one double: a word a node
+    lb = LOOKBACK and (LOOKBACK_FLAGGED or (packed and (itemsize < 8 or rows <= LB_F64_MAX_LINES)))
     # staged lbcols tiles hold 16 positions a thread (never wide)
     staged = (layout == "cols" and op in _WIDE_OPS and LBCOLS_STAGED
               and _stageable(shape, axis, operands, itemsize))  # fmt: skip
     pairs = (layout == "cols" and op in PAIR_OPS and not staged and LBCOLS_PAIRS
              and _pairable(shape, axis, operands, itemsize))  # fmt: skip
-    ch = chunking(layout, rows, n, itemsize, sm_count, LOOKBACK and (packed or LOOKBACK_FLAGGED),
+    # (wide tiles of double states spilled: the f32 cumprod over (27962, 300) along dim 0 took
+    # 85.7 us wide against 53.2 at 16 positions a thread on an H200, round 61)
+    ch = chunking(layout, rows, n, itemsize, sm_count, lb,
                   warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
-                  wide=packed and op in _WIDE_OPS and not staged, pairs=pairs)
+                  wide=op in _WIDE_OPS and state_size(op, itemsize) == 4 and not staged,
+                  pairs=pairs)
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
     if ch.layout == "lbcols" and staged:
         params.vec = 1
@@ -1935,15 +1949,15 @@ def _stream_fits(module: LoadedModule, op: str, params: Params, operands: Sequen
     """Whether the stream kernel can take the rows of ``params`` (16-byte aligned rows, axis
     stride 1; ``lines`` interleaved lines a row), whatever the switches' choice of types:
     ``STREAM_ROWS``, a cooperative launch on sm_90 or later, cumsum/cumprod of one input in
-    a 2- or 4-byte type with a 4-byte accumulator (``state_size``), rows of whole 16-byte
-    vectors, and the workspace's words (``lines`` a tile) indexed by 32-bit ints."""
+    a 2- or 4-byte type (a float or, for the f32 cumprod, a double accumulator: one word a
+    line, ``state_size``), rows of whole 16-byte vectors, and the workspace's words
+    (``lines`` a tile) indexed by 32-bit ints."""
     used = [i for i, o in enumerate(operands) if o is not None]
     return (
         STREAM_ROWS
         and module.cooperative
         and op in STREAM_OPS
         and itemsize in (2, 4)  # what the kernel takes, whatever the switches list
-        and state_size(op, itemsize) == 4  # its tiles' words: a flag and a 4-byte state
         and arch_number(module.arch) >= 90
         and used == [IN0, OUT]
         and params.outer.rank == 1

@@ -1129,11 +1129,52 @@ __device__ void scan_rows(const Params& P) {
 // Workspace (P.lb): a 64-bit tile counter at 0 (tiles are numbered in the order blocks
 // take them, so every tile waited on belongs to a running or finished block: no deadlock),
 // then the nodes, sum over the levels of ceil(T / R^l) per line (level by level), `width`
-// states per node (one per line of the tile). 4-byte states are packed with their ready
-// flag into one 64-bit word, written and polled with relaxed 64-bit accesses (no fence: the
-// flag cannot be seen without its value). Larger states take a u32 flag per node (released
-// after a fence) and a 16-byte slot per state. The host zeroes the counter and the words or
-// flags before each launch (baracuda.scan._kernels.lb_nodes_per_line mirrors the count).
+// states per node (one per line of the tile). A state of one float or one double is one
+// 64-bit word that is zero until it is ready (StateWord), written and polled with relaxed
+// 64-bit accesses (no fence: the word cannot be seen ready without its value). Other states
+// take a u32 flag per node (released after a fence) and a 16-byte slot per state. The host
+// zeroes the counter and the words or flags before each launch
+// (baracuda.scan._kernels.lb_nodes_per_line mirrors the count).
+
+// A state of one float or double as one 64-bit word that is zero until it is written (the
+// look-back's nodes, the stream kernel's tile and wave words; the host or the kernel zeroes
+// them first). A float takes its bits with a ready bit above them. A double takes its bits
+// XORed with kEmpty, a signalling NaN: a word is zero only for that one pattern, which no
+// arithmetic or conversion yields (they quiet NaNs) but an f64 input may hold (cummax's keys
+// copy inputs), so pack() quiets it first; a NaN stays a NaN. Before this, 8-byte states
+// took a flag a node and three passes where 4-byte ones take look-back tiles, and the f32
+// cumprod (its states are doubles) lost the stream kernel: on an H200, one row of 2^26
+// took 202.5 us against 144.9 in f32 states (docs/benchmarks.md, rounds 60-61).
+template <class S>
+struct StateWord {
+  static constexpr bool kOk = false;
+};
+template <>
+struct StateWord<float> {
+  static constexpr bool kOk = true;
+  static constexpr unsigned long long kDone = 1ull << 32;  // ready, the value unused
+  static __device__ __forceinline__ unsigned long long pack(float v) {
+    return (1ull << 32) | __float_as_uint(v);
+  }
+  static __device__ __forceinline__ bool ready(unsigned long long w) { return (w >> 32) != 0; }
+  static __device__ __forceinline__ float unpack(unsigned long long w) {
+    return __uint_as_float((unsigned)w);
+  }
+};
+template <>
+struct StateWord<double> {
+  static constexpr bool kOk = true;
+  static constexpr unsigned long long kEmpty = 0xFFF0000000000001ull;
+  static constexpr unsigned long long kDone = 1ull;  // ready, the value unused
+  static __device__ __forceinline__ unsigned long long pack(double v) {
+    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+    return (b == kEmpty ? 0x7FF8000000000000ull : b) ^ kEmpty;
+  }
+  static __device__ __forceinline__ bool ready(unsigned long long w) { return w != 0ull; }
+  static __device__ __forceinline__ double unpack(unsigned long long w) {
+    return __longlong_as_double((long long)(w ^ kEmpty));
+  }
+};
 
 constexpr int kLbHeader = 128;
 constexpr int kLbMaxBits = 32;  // tiles per line < 2^32 (checked by the host)
@@ -1142,8 +1183,8 @@ constexpr int kLbWarps = kBlock / 32 - 1;  // warps 1-7 fold the levels
 
 template <class S>
 struct LbNodes {
-  static constexpr bool kPacked = sizeof(S) == 4;
-  unsigned long long* words;  // kPacked: (1 << 32 | state bits) per (node, line)
+  static constexpr bool kPacked = StateWord<S>::kOk;
+  unsigned long long* words;  // kPacked: a StateWord per (node, line)
   unsigned* flags;            // otherwise: one flag per node ...
   S* states;                  // ... and a 16-byte slot per (node, line)
   const i64* off;              // shared memory: first node of each level in a line
@@ -1237,11 +1278,7 @@ __device__ __forceinline__ void st_state(S* p, const S& s) {
 template <class S>
 __device__ __forceinline__ void lb_publish(const LbNodes<S>& lb, i64 id, int lane, const S& v) {
   if constexpr (LbNodes<S>::kPacked) {
-    if (lane < lb.width) {
-      unsigned bits;
-      memcpy(&bits, &v, 4);
-      st_relaxed(lb.words + id * lb.width + lane, (1ull << 32) | bits);
-    }
+    if (lane < lb.width) st_relaxed(lb.words + id * lb.width + lane, StateWord<S>::pack(v));
   } else {
     if (lane < lb.width) st_state(lb.states + id * lb.width + lane, v);
     __threadfence();
@@ -1256,12 +1293,9 @@ __device__ __forceinline__ S lb_fetch(const LbNodes<S>& lb, i64 id, int c) {
   if constexpr (LbNodes<S>::kPacked) {
     const unsigned long long* p = lb.words + id * lb.width + c;
     unsigned long long w;
-    while (((w = ld_relaxed(p)) >> 32) == 0ull) {
+    while (!StateWord<S>::ready(w = ld_relaxed(p))) {
     }
-    const unsigned bits = (unsigned)w;
-    S v;
-    memcpy(&v, &bits, 4);
-    return v;
+    return StateWord<S>::unpack(w);
   } else {
     while (ld_relaxed(lb.flags + id) == 0u) {
     }
@@ -5336,12 +5370,15 @@ template <class Op>
 __device__ __forceinline__ Op stream_line_op(const Op& op) { return op; }
 template <class Op, int G>
 __device__ __forceinline__ Op stream_line_op(const LinesOp<Op, G>& op) { return op.line(); }
+// (a state of float or double accumulators: the f32 cumprod's are doubles)
 __device__ __forceinline__ float& comp(float& s, int) { return s; }
 __device__ __forceinline__ float comp(const float& s, int) { return s; }
-template <int G>
-__device__ __forceinline__ float& comp(Lines<float, G>& s, int g) { return s.v[g]; }
-template <int G>
-__device__ __forceinline__ float comp(const Lines<float, G>& s, int g) { return s.v[g]; }
+__device__ __forceinline__ double& comp(double& s, int) { return s; }
+__device__ __forceinline__ double comp(const double& s, int) { return s; }
+template <class A, int G>
+__device__ __forceinline__ A& comp(Lines<A, G>& s, int g) { return s.v[g]; }
+template <class A, int G>
+__device__ __forceinline__ A comp(const Lines<A, G>& s, int g) { return s.v[g]; }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // The segments of a landed tile that the scanning warps take, lane by lane: `a[w]` is warp
@@ -5446,10 +5483,10 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   typedef typename Op::S S;
   static_assert(kOneInputOp<Op>, "the stream kernel takes one-input ops");
   constexpr int G = StreamLines<Op>::G;  // interleaved lines: G words a tile and a wave
-  if constexpr (sizeof(S) == 4 * G && sizeof(T) <= 4) {
+  typedef StateWord<A> W;  // a line's state in a tile's or a wave's word
+  if constexpr (W::kOk && sizeof(S) == sizeof(A) * G && sizeof(T) <= 4) {
     constexpr int NV = kStreamVecs;
     constexpr int kWave = kStreamWave;  // tiles a wave: the prefix warp's G words a tile
-    constexpr unsigned long long kReady = 1ull << 32;
     constexpr bool kEvictFirst = sizeof(T) < 4 || G > 1;  // the bulk loads' policy (bulk_load)
     extern __shared__ __align__(128) int4 stream_buf[];  // bulk copies land on 128-byte lines
     __shared__ __align__(8) unsigned long long full[kStreamStages], empty[kStreamStages];
@@ -5584,7 +5621,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         if (lane == 0) {
 #pragma unroll
           for (int g = 0; g < G; ++g)
-            st_relaxed(totals + t * G + g, kReady | __float_as_uint(comp(tot, g)));
+            st_relaxed(totals + t * G + g, W::pack(comp(tot, g)));
         }
         if (k >= kStreamMeta) mbar_wait(&mfree[ms], ((k / kStreamMeta) - 1) & 1);
         if (lane == 0) {
@@ -5614,9 +5651,9 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         unsigned long long word[M][G], wp[G];
 #pragma unroll
         for (int g = 0; g < G; ++g) {
-          wp[g] = w == 0 ? kReady | __float_as_uint(lop.identity()) : 0ull;
+          wp[g] = w == 0 ? W::pack(lop.identity()) : 0ull;
 #pragma unroll
-          for (int m = 0; m < M; ++m) word[m][g] = first + lane + 32 * m < t ? 0ull : kReady;
+          for (int m = 0; m < M; ++m) word[m][g] = first + lane + 32 * m < t ? 0ull : W::kDone;
         }
         bool ready;
         do {
@@ -5625,15 +5662,15 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           for (int m = 0; m < M; ++m)
 #pragma unroll
             for (int g = 0; g < G; ++g) {
-              if (!(word[m][g] >> 32))
+              if (!W::ready(word[m][g]))
                 word[m][g] = ld_relaxed(totals + first * G + lane * G + 32 * m * G + g);
-              ready &= (word[m][g] >> 32) != 0;
+              ready &= W::ready(word[m][g]);
             }
           if (lane == 0) {
 #pragma unroll
             for (int g = 0; g < G; ++g) {
-              if (!(wp[g] >> 32)) wp[g] = ld_relaxed(wave_pre + r * waves * G + w * G + g);
-              ready &= (wp[g] >> 32) != 0;
+              if (!W::ready(wp[g])) wp[g] = ld_relaxed(wave_pre + r * waves * G + w * G + g);
+              ready &= W::ready(wp[g]);
             }
           }
         } while (!__all_sync(kFull, ready));
@@ -5643,7 +5680,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
           if (first + lane + 32 * m < t) {
 #pragma unroll
             for (int g = 0; g < G; ++g)
-              comp(part, g) = lop.combine(comp(part, g), __uint_as_float((unsigned)word[m][g]));
+              comp(part, g) = lop.combine(comp(part, g), W::unpack(word[m][g]));
           }
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
@@ -5653,7 +5690,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
         if (lane == 0) {
           S wps;
 #pragma unroll
-          for (int g = 0; g < G; ++g) comp(wps, g) = __uint_as_float((unsigned)wp[g]);
+          for (int g = 0; g < G; ++g) comp(wps, g) = W::unpack(wp[g]);
           const S ex = op.combine(wps, part);
           prefix[ms] = ex;
           mbar_arrive(&pre[ms]);
@@ -5661,8 +5698,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
             const S next = op.combine(ex, tot);
 #pragma unroll
             for (int g = 0; g < G; ++g)
-              st_relaxed(wave_pre + r * waves * G + w * G + G + g,
-                         kReady | __float_as_uint(comp(next, g)));
+              st_relaxed(wave_pre + r * waves * G + w * G + G + g, W::pack(comp(next, g)));
           }
         } else {
           mbar_arrive(&pre[ms]);  // after this lane's reads of the tile's words
@@ -5684,7 +5720,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
                                (k / kStreamMeta) & 1, &prefix[ms], seg[ms], &mfree[ms]);
     }
   } else {
-    __trap();  // 8-byte states (f64, the f32 cumprod): the host never launches these
+    __trap();  // f64 elements: the host never launches these
   }
 #endif
 }
