@@ -1,9 +1,11 @@
 """Shared by the scan benchmark scripts (strided_scans.py, short_axes.py, cummax_floor.py,
-cummax_lines.py): the names of the scan kernels each call launches, the inputs of each op, and
-the stand-alone cummax kernels' CUDA prelude."""
+cummax_lines.py, scan_shapes.py, lines_sweep.py): the names of the scan kernels each call
+launches, the switches a run sets, the inputs of each op, and the stand-alone cummax kernels'
+CUDA prelude."""
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +43,16 @@ def launched(smem: bool = False) -> list[str]:
 
     K.__dict__["launch"] = spy
     return names
+
+
+def set_switches(items: list[str]) -> None:
+    """``--set NAME=VALUE`` items: each a switch of ``baracuda.scan._kernels`` set to a Python
+    literal (e.g. ``LBCOLS_WIDE=(2,)``); an unknown name ends the run."""
+    for item in items:
+        name, _, value = item.partition("=")
+        if not hasattr(K, name):
+            raise SystemExit(f"--set: baracuda.scan._kernels has no switch {name!r}")
+        setattr(K, name, ast.literal_eval(value))
 
 
 def scan_input(op: str, shape: tuple[int, ...], dt: torch.dtype,

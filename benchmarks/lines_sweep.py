@@ -16,16 +16,14 @@ run it on the two trees, each with its own kernel cache:
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 from collections.abc import Callable
-from typing import Any
 
 import torch
+from _scan_bench import launched, set_switches
 
 import baracuda as bc
 from baracuda._bench import time_us
-from baracuda.scan import _kernels
 
 LINES = (2, 4, 8, 16, 32, 64, 300, 1024)
 TOTAL = 2**23
@@ -41,38 +39,17 @@ def _call(op: str, x: torch.Tensor) -> Callable[[], object]:
     return lambda: fn(x, axis=0)
 
 
-def _kernels_of(fn: Callable[[], object]) -> list[str]:
-    """The scan kernels one call launches (not the look-back workspace's zeroing)."""
-    names: list[str] = []
-    real = _kernels.launch
-
-    def spy(*args: Any, **kw: Any) -> None:
-        if args[6] != "scan_zero":
-            names.append(args[6])
-        real(*args, **kw)
-
-    _kernels.launch = spy  # type: ignore[assignment]
-    try:
-        fn()
-    finally:
-        _kernels.launch = real  # type: ignore[assignment]
-    return names
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out", nargs="?", default="lines_sweep.json")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = ap.parse_args()
-    for item in args.set:
-        name, _, value = item.partition("=")
-        if not hasattr(_kernels, name):
-            raise SystemExit(f"--set: baracuda.scan._kernels has no switch {name!r}")
-        setattr(_kernels, name, ast.literal_eval(value))
+    set_switches(args.set)
     torch.manual_seed(0)
     card = torch.cuda.get_device_name()
     print(f"card: {card}   switches: {args.set or 'defaults'}")
-    rows: list[dict[str, Any]] = []
+    names = launched()  # name/grid of each launch (a call's first run records them)
+    rows: list[dict[str, object]] = []
     for op, dt in CASES:
         for lines in LINES:
             n = TOTAL // lines
@@ -80,7 +57,9 @@ def main() -> None:
             if op == "cumprod":
                 x = 1 + 1e-4 * x  # products that stay finite
             fn = _call(op, x)
-            kernels = _kernels_of(fn)
+            names.clear()
+            fn()
+            kernels = [k.split("/")[0] for k in names if not k.startswith("scan_zero/")]
             t = time_us(fn)
             dtype = str(dt).removeprefix("torch.")
             rows.append(dict(op=op, dtype=dtype, lines=lines, n=n, us=round(t, 2),

@@ -16,16 +16,15 @@ e.g. ``COOP_LSE_ITEMSIZES=(2,)`` or ``PIPE_CHUNK_OPS=()``); the time is the benc
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from _scan_bench import set_switches
 
 import baracuda as bc
 from baracuda._bench import copy_bandwidth, time_us
-from baracuda.scan import _kernels
 
 # (shape, axis, reverse): many rows along either axis, few long rows (one line of 2^26 in
 # both directions), interleaved lines, odd rows, many short strided lines
@@ -70,11 +69,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--dtypes", default="float32,bfloat16", help="torch dtypes, comma-separated")
     args = ap.parse_args()
-    for item in args.set:
-        name, _, value = item.partition("=")
-        if not hasattr(_kernels, name):
-            raise SystemExit(f"--set: baracuda.scan._kernels has no switch {name!r}")
-        setattr(_kernels, name, ast.literal_eval(value))
+    set_switches(args.set)
     dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
     if args.op == "logcumsumexp_backward":
         backward(args.out, args.set, dtypes)
