@@ -705,10 +705,18 @@ def test_f32_cumprod_states_are_doubles(monkeypatch: pytest.MonkeyPatch) -> None
         ch = chunking("cols", 2, 2**20, itemsize, 132, True)
         zero = log.calls[0]
         assert zero[:2] == ("scan_zero", (ws, (K.LB_HEADER + 8 * ch.nodes * ch.width) // 4))
-    # f64 takes them for a few lines only (LB_F64_MAX_LINES); the f32 cumprod for any
+    # f64 takes them for a few lines only (LB_F64_MAX_LINES); the f32 cumprod for any (run
+    # reads shape, x and y when called)
     shape, x, y = (2**16, 16), Slot(1 << 30, (16, 1)), Slot(1 << 31, (16, 1))
     assert run("sum", 8).startswith("colsx") and run("lse", 8).startswith("colsx")
     assert run("prod", 4).startswith("lbstage")
+    # 32-line tiles (64 lines: not one run, never staged): the f32 cumsum's wide (32 positions
+    # a thread), the f32 cumprod's narrow (16: its double states spilled wide)
+    shape, x, y = (2**16, 64), Slot(1 << 30, (64, 1)), Slot(1 << 31, (64, 1))
+    for op, wide in (("sum", True), ("prod", False)):
+        ch = chunking("cols", 64, 2**16, 4, 132, True, wide=wide)
+        assert ch.chunk_len == K.BLOCK // 32 * (32 if wide else 16)
+        assert run(op, 4) == f"lbcolsx{ch.tiles}", op
 
 
 @pytest.mark.parametrize(("layout", "shape", "axis"), [("cols", (4096, 64), 0),

@@ -1144,7 +1144,8 @@ __device__ void scan_rows(const Params& P) {
 // copy inputs), so pack() quiets it first; a NaN stays a NaN. Before this, 8-byte states
 // took a flag a node and three passes where 4-byte ones take look-back tiles, and the f32
 // cumprod (its states are doubles) lost the stream kernel: on an H200, one row of 2^26
-// took 202.5 us against 144.9 in f32 states (docs/benchmarks.md, rounds 60-61).
+// took 202.5 us against 144.9 in f32 states, and 172.9 with these words (docs/benchmarks.md,
+// rounds 60-61).
 template <class S>
 struct StateWord {
   static constexpr bool kOk = false;
@@ -5239,11 +5240,11 @@ __device__ void scan_max_bwd_ring(const Params& P) {
 // partial: its bytes stand at the stage's end in reverse scans, and the loader fills the
 // rest of its stage with the identity first, so every tile takes one mask-free path (two
 // paths, masked and not, measured 0.4-1 us slower on the H100) and only its stores are
-// masked. Workspace: the tile counter (16 bytes), then a flag-and-total word a tile, then a
-// flag-and-prefix word a wave. The launch is cooperative (every block resident): the blocks
-// zero the workspace themselves and meet at a grid barrier while their first tiles load, so
-// no zeroing step comes before the kernel (on the H100 a memset or a zero kernel before it
-// cost 2-3 us end to end).
+// masked. Workspace: the tile counter (16 bytes), then a word a tile (its total) and a word a
+// wave (its prefix), each a StateWord: zero until written. The launch is cooperative (every
+// block resident): the blocks zero the workspace themselves and meet at a grid barrier while
+// their first tiles load, so no zeroing step comes before the kernel (on the H100 a memset or
+// a zero kernel before it cost 2-3 us end to end).
 // 2 or 4 interleaved lines (a tensor (n, G) along dim 0, one run of memory) take the same
 // kernel as one row of n G elements (scan_<op>_stream2 / _stream4): the state is the G lines'
 // side by side (LinesOp), an element combines into its line's, and the workspace holds G words
