@@ -5261,6 +5261,10 @@ constexpr int kStreamReducer = kStreamWarps + 2;                                
 constexpr int kStreamThreads = 32 * (kStreamWarps + 3);
 constexpr int kStreamVecs = kStreamTile / 16;                 // 16-byte vectors a tile
 constexpr int kStreamRows = kStreamVecs / 32 / kStreamWarps;  // vector rows a scanning warp
+// blocks an SM whose share of registers the entries over interleaved lines ask for
+// (BC_SCAN_STREAM_LINES_ENTRY)
+template <typename A>
+constexpr int kStreamLinesMinBlocks = sizeof(A) == 8 ? 1 : 2;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
@@ -5898,14 +5902,21 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   }                                                                                         \
   BC_SCAN_STREAM_LINES_ENTRY(name, OP, 2)                                                   \
   BC_SCAN_STREAM_LINES_ENTRY(name, OP, 4)
-// The same over G interleaved lines (a tensor (n, G) along dim 0 as one run of memory).
+// The same over G interleaved lines (a tensor (n, G) along dim 0 as one run of memory). With
+// double accumulators (the f32 cumprod) one block an SM (kStreamLinesMinBlocks): the G lines'
+// doubles spilled 200-392 bytes a thread at two blocks' 80 registers, and unspilled at one
+// block (up to 168) they ran faster on an H200 (round 61): (2^22, 2) 35.8 against 45.3 us,
+// (2^21, 4) 48.9 against 71.6, (2^20, 2) 16.0 against 18.5. One line stays at two blocks: one
+// block took (1, 2^26) 181.5 against 172.6 us, though (2, 2^23) 52.5 against 54.0.
 #define BC_SCAN_STREAM_LINES_ENTRY(name, OP, G)                                             \
-  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
+  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads,                    \
+                                               bc::scan::kStreamLinesMinBlocks<BC_ACC>)     \
       BC_ENTRY(scan_##name##_stream##G)(bc::scan::Params p) {                               \
     bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::LinesOp<bc::scan::OP<BC_ACC>, G>,     \
                               false>(p);                                                    \
   }                                                                                         \
-  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads, 2)                 \
+  extern "C" __global__ void __launch_bounds__(bc::scan::kStreamThreads,                    \
+                                               bc::scan::kStreamLinesMinBlocks<BC_ACC>)     \
       BC_ENTRY(scan_##name##_stream##G##rev)(bc::scan::Params p) {                          \
     bc::scan::scan_stream_dir<BC_T, BC_ACC, bc::scan::LinesOp<bc::scan::OP<BC_ACC>, G>,     \
                               true>(p);                                                     \
