@@ -684,9 +684,9 @@ def test_f32_cumprod_states_are_doubles(monkeypatch: pytest.MonkeyPatch) -> None
 
     for group, source in K.SCAN_SOURCES.items():
         for element in source.elements:
-            wide = all(K.state_size(op, element.itemsize) == 8 for op in K._group_ops(group))
+            doubles = all(K.state_size(op, element.itemsize) == 8 for op in K._group_ops(group))
             acc = dict(_options(source, element, "sm_90").define_macro)["BC_ACC"]
-            assert acc == ("double" if wide else "float"), (group, element, acc)
+            assert acc == ("double" if doubles else "float"), (group, element, acc)
     assert K.SCAN_SOURCES["prod"].double_acc == (ElementKind.F32,)
     assert K.SCAN_SOURCES["prod_bwd"].double_acc == ()
     # ... and the plans' guarantee names it (ScanPlanBase.sku passes its program's source)

@@ -1153,9 +1153,9 @@ def _group_ops(group: str) -> tuple[str, ...]:
 def _group_source(group: str) -> KernelSource:
     define = (f"BC_SCAN_GROUP_{group.upper()}", "1")
     # the f32 cumprod's programs accumulate in double (state_size)
-    wide = all(op in _DOUBLE_F32_OPS for op in _group_ops(group))
+    doubles = all(op in _DOUBLE_F32_OPS for op in _group_ops(group))
     return KernelSource("scan", "scan.cu", _group_entries(group), group=group, defines=(define,),
-                        double_acc=(ElementKind.F32,) if wide else ())  # fmt: skip
+                        double_acc=(ElementKind.F32,) if doubles else ())  # fmt: skip
 
 
 SCAN_SOURCES: dict[str, KernelSource] = {
