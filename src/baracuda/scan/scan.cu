@@ -889,6 +889,36 @@ __device__ __forceinline__ void load_tile(const Params& P, int j, i64 base, i64 
   }
 }
 
+// Ops of one input without neighbour or aux operands (sum, prod, lse): what the staged
+// look-back tiles, pipe1 and the cooperative kernel take.
+template <class Op>
+constexpr bool kOneInputOp = Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut;
+
+// ------------------------------------------------------------ states computed again
+// The stream kernel and the look-back column tiles (lbcols, lbstage) keep a tile's elements
+// in registers across a wait (the tile's prefix, its carry) and then scan them again from the
+// carry. With double accumulators over f32 elements (the f32 cumprod: kRescan), ptxas kept
+// the first pass's doubles instead (each element converted, and a vector's products) and
+// spilled them at these kernels' register bounds: 80-96 bytes a thread in the stream
+// kernel's rows, 280 in lbcols. There the elements kept are XORed with a zero that ptxas
+// cannot know (opaque_zero: a block's dynamic shared memory is below 2^31 bytes), so it
+// converts them again, and the second pass multiplies the carry in first, so that its
+// products share nothing with the first pass's. Neither spills now; on an H200
+// (docs/benchmarks.md, round 62) one row of 2^26 went from 173.9 to 155.9 us, (70000, 300)
+// along dim 0 from 118.9 to 106.1. The row tiles (rows1, rows8, lbrows) keep their doubles:
+// they spilled 8-48 bytes, and computed again (3000, 1029) took 34.1 us against 32.5.
+__device__ __forceinline__ unsigned opaque_zero() {
+  unsigned z;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(z));
+  return z >> 31;
+}
+__device__ __forceinline__ float launder(float x, unsigned z) {
+  return __uint_as_float(__float_as_uint(x) ^ z);
+}
+__device__ __forceinline__ int4 launder(int4 x, unsigned z) {
+  return make_int4(x.x ^ (int)z, x.y ^ (int)z, x.z ^ (int)z, x.w ^ (int)z);
+}
+
 template <typename T>
 __host__ __device__ constexpr int rows_per_thread() {
   return sizeof(T) == 8 ? 4 : 8;  // 2 or 1 vectors; the look-back tiles take twice as many
@@ -1501,11 +1531,6 @@ __device__ __forceinline__ void stage_tile(const Params& P, int j, T* stage, i64
 // (a pad of one row every R rows keeps the row lanes of a warp on distinct banks).
 // stage_tile addresses rows by the axis stride, so it would also take runs of whole vectors
 // per position (width a multiple of 16 / sizeof(T)); the host does not stage those (slower).
-// Ops of one input without neighbour or aux operands (sum, prod, lse): what the staged
-// look-back tiles, pipe1 and the cooperative kernel take.
-template <class Op>
-constexpr bool kOneInputOp = Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAuxOut;
-
 template <typename T, class Op>
 struct LbColsShared {
   // one-input ops below 8 bytes may stage their tiles (in dynamic shared memory:
@@ -1535,6 +1560,8 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
   const i64 tiles = P.groups * P.nchunks;
   const i64 dir = P.reverse ? -1 : 1;
   const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width, sh.off);
+  // the f32 cumprod keeps its floats across the carry, not their doubles (opaque_zero)
+  constexpr bool kRescan = !kRunOp<Op> && kOneInputOp<Op> && sizeof(T) == 4 && sizeof(A) == 8;
   for (;;) {
     const i64 tile = lb_take_tile(P, tile_sh);
     if (tile >= tiles) return;
@@ -1558,6 +1585,7 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
     A v[Op::kIn][R];
     A nb[R];
     unsigned char fl[R];
+    T raw[R];  // kRescan's elements as loaded (unstaged tiles)
     constexpr bool staged = kStaged;
     if constexpr (staged) {
       stage_tile<T, R, false>(P, IN0, stage, group, chunk, q1);
@@ -1573,7 +1601,12 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
         const i64 step = dir * P.op[j].axis_stride;
 #pragma unroll
         for (int k = 0; k < R; ++k) {
-          v[j][k] = k < cnt ? to_acc(*src) : A(0);
+          if constexpr (kRescan) {
+            raw[k] = k < cnt ? *src : T(0);
+            v[j][k] = to_acc(raw[k]);
+          } else {
+            v[j][k] = k < cnt ? to_acc(*src) : A(0);
+          }
           src += step;
         }
       }
@@ -1674,7 +1707,29 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
         all = op.combine(all, scratch[w][col]);
       }
       const S carry = lb_carry(op, lb, group, chunk, all, part_sh, col);  // has a barrier
-      if constexpr (staged) {
+      if constexpr (kRescan) {  // the carry first, then each element again
+        const unsigned z = opaque_zero();
+        S inc = op.combine(carry, op.combine(before, e));
+        T* dst = static_cast<T*>(P.op[OUT].ptr) + base[OUT];
+        const i64 ostep = dir * P.op[OUT].axis_stride;
+        const int ql0 = rlane * R;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+          if (k < cnt) {
+            const int at = (ql0 + k + (ql0 + k) / R) * width + col;
+            const A vk = to_acc(staged ? stage[at] : launder(raw[k], z));
+            inc = op.combine(inc, make_at(op, &vk, A(1), 0, p0 + dir * k));
+            if constexpr (staged)
+              stage[at] = from_acc<T>(inc);
+            else
+              dst[k * ostep] = from_acc<T>(inc);
+          }
+        }
+        if constexpr (staged) {
+          __syncthreads();
+          stage_tile<T, R, true>(P, OUT, stage, group, chunk, q1);
+        }
+      } else if constexpr (staged) {
         if (cnt > 0) {
           const S prefix = op.combine(carry, op.combine(before, e));
           S prev = prefix;
@@ -5425,6 +5480,7 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
                                             unsigned long long* mfree) {
   typedef typename Op::S S;
   constexpr int L = 16 / (int)sizeof(T), RPW = kStreamRows, G = StreamLines<Op>::G;
+  constexpr bool kRescan = sizeof(S) == 8 * G;  // double accumulators (opaque_zero)
   const auto lop = stream_line_op(op);
   auto vec_at = [](int q) -> int { return kRev ? kStreamVecs - 1 - q : q; };
   int4 raw[RPW];  // the rows as they land (a 2-byte type's half the registers of floats)
@@ -5452,6 +5508,11 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
       if (lane >= d) inc[i] = op.combine(o, inc[i]);
     }
   mbar_wait(pre, ph);
+  if constexpr (kRescan) {
+    const unsigned z = opaque_zero();
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) raw[i] = launder(raw[i], z);
+  }
   S base = *prefix;
 #pragma unroll
   for (int w = 0; w < kStreamWarps; ++w)
@@ -5469,12 +5530,22 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
     if (q < nv) {  // the vector's scan again (the same sums as its total's), after `add`
       float f[L], o[L];
       unpack16<T>(raw[i], f);
-      S acc;
+      if constexpr (kRescan) {  // `add` first
+        S acc = add;
 #pragma unroll
-      for (int e = 0; e < L; ++e) {
-        const int m = kRev ? L - 1 - e : e;
-        comp(acc, m % G) = e < G ? f[m] : lop.combine(comp(acc, m % G), f[m]);
-        o[m] = lop.combine(comp(add, m % G), comp(acc, m % G));
+        for (int e = 0; e < L; ++e) {
+          const int m = kRev ? L - 1 - e : e;
+          comp(acc, m % G) = lop.combine(comp(acc, m % G), f[m]);
+          o[m] = comp(acc, m % G);
+        }
+      } else {
+        S acc;
+#pragma unroll
+        for (int e = 0; e < L; ++e) {
+          const int m = kRev ? L - 1 - e : e;
+          comp(acc, m % G) = e < G ? f[m] : lop.combine(comp(acc, m % G), f[m]);
+          o[m] = lop.combine(comp(add, m % G), comp(acc, m % G));
+        }
       }
       dst[vec_at(q)] = pack16<T>(o);  // plain: evict-first stores measured no faster
     }
