@@ -407,7 +407,7 @@ class JaxOutput:
     """An output buffer baracuda allocates for a JAX caller (JAX arrays are immutable),
     handed to JAX through DLPack by ``finish``."""
 
-    __slots__ = ("_buffer", "_view", "dtype_name", "shape")
+    __slots__ = ("_buffer", "_stream", "_view", "dtype_name", "shape")
 
     def __init__(self, shape: tuple[int, ...], dtype_name: str, device_id: int,
                  dlpack: tuple[int, int], stream: Stream) -> None:  # fmt: skip
@@ -418,6 +418,7 @@ class JaxOutput:
         dev = core_device(device_id)
         nbytes = max(numel(shape) * dlpack[1] // 8, 1)
         self._buffer = dev.allocate(nbytes, stream=dev.create_stream(stream))
+        self._stream = stream  # the stream the kernels write the buffer on
         self.shape = shape
         self.dtype_name = dtype_name
         self._view = TensorView(int(self._buffer.handle), shape, contiguous_strides(shape),
@@ -433,7 +434,7 @@ class JaxOutput:
 
         def view(dtype: Any) -> Any:
             smv = StridedMemoryView.from_buffer(self._buffer, self.shape, dtype=np.dtype(dtype))
-            return jax.dlpack.from_dlpack(smv)
+            return jax.dlpack.from_dlpack(_OrderedExport(smv, self._stream))
 
         if self.dtype_name != "bfloat16":
             return view(self.dtype_name)
@@ -441,6 +442,27 @@ class JaxOutput:
             lambda: view(_bf16()),
             lambda: jax.lax.bitcast_convert_type(view(np.uint16), jax.numpy.bfloat16),
         )
+
+
+class _OrderedExport:
+    """A DLPack producer that orders the consumer's stream after ``stream`` (where the
+    kernels that wrote the memory ran) before it exports ``inner``. JAX passes its own stream
+    to ``__dlpack__`` and reads the array there; cuda.core's export of a buffer does not know
+    the stream that wrote it, so without this JAX could read an output before it was written
+    (seen on an H200 with the GPU busy: a bf16 lerp returned the previous call's result)."""
+
+    __slots__ = ("_inner", "_stream")
+
+    def __init__(self, inner: Any, stream: Stream) -> None:
+        self._inner = inner
+        self._stream = stream
+
+    def __dlpack_device__(self) -> Any:
+        return self._inner.__dlpack_device__()
+
+    def __dlpack__(self, *, stream: int | None = None, **kwargs: Any) -> Any:
+        self._stream.order_before(stream)
+        return self._inner.__dlpack__(stream=stream, **kwargs)
 
 
 # Whether cuda.core exports bfloat16 through DLPack; False after its first refusal (the

@@ -227,3 +227,58 @@ def test_lerp_backward_takes_four_vectors_up_to_16_mib(shape: tuple[int, ...], e
         "lerp_bwd_vec", lerp.BWD_BLOCK, lerp.BWD_UNROLL)  # fmt: skip
     assert (got._vec_name, got._block, got._unroll) == want
     assert got._vec == f"fn:{want[0]}"
+
+
+def test_dlpack_exports_order_the_consumer_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DLPack producer orders the consumer's stream after its own: an event recorded on the
+    producer's stream that the consumer's waits on (None and 1: the legacy default stream),
+    nothing for -1 or for the producer's own stream; a bad stream argument is a typed error.
+    The JAX outputs' export goes through it before handing the memory over."""
+    import types
+
+    from baracuda._cuda import stream as stream_mod
+    from baracuda._cuda.stream import Stream
+    from baracuda._functional import _OrderedExport
+    from baracuda.errors import InvalidProblem
+
+    calls: list[tuple[str, object]] = []
+    fake = types.SimpleNamespace(
+        CUevent_flags=types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2),
+        CUstream=lambda h: ("stream", h),
+        cuEventCreate=lambda f: (calls.append(("create", f)), (0, "ev"))[1],
+        cuEventRecord=lambda e, s: (calls.append(("record", s)), (0,))[1],
+        cuStreamWaitEvent=lambda s, e, f: (calls.append(("wait", s)), (0,))[1],
+        cuEventDestroy=lambda e: (calls.append(("destroy", e)), (0,))[1],
+    )
+    monkeypatch.setattr(stream_mod, "driver", lambda: fake)
+    producer = Stream(0x5000)
+    producer._cu = ("stream", 0x5000)
+    for consumer, waits_on in ((None, 1), (1, 1), (2, 2), (0x7000, 0x7000), (-1, None),
+                               (0x5000, None)):  # fmt: skip
+        calls.clear()
+        producer.order_before(consumer)
+        if waits_on is None:
+            assert calls == []
+        else:
+            assert calls == [("create", 2), ("record", ("stream", 0x5000)),
+                             ("wait", ("stream", waits_on)), ("destroy", "ev")]  # fmt: skip
+    calls.clear()
+    Stream(0).order_before(None)  # the legacy default stream on both sides
+    Stream(0).order_before(1)
+    assert calls == []
+    with pytest.raises(InvalidProblem, match="stream must be an int or None"):
+        producer.order_before("s")  # type: ignore[arg-type]
+
+    class Inner:
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (2, 0)
+
+        def __dlpack__(self, *, stream: int | None = None, **kw: object) -> str:
+            calls.append(("export", stream))
+            return "capsule"
+
+    calls.clear()
+    out = _OrderedExport(Inner(), producer)
+    assert out.__dlpack_device__() == (2, 0)
+    assert out.__dlpack__(stream=0x7000) == "capsule"
+    assert [c[0] for c in calls] == ["create", "record", "wait", "destroy", "export"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -149,6 +151,41 @@ def test_cupy_and_jax_inputs() -> None:
     out_s = bc.lerp(a_s, b[::2, ::3], 0.4)
     truth = reference.lerp(a_s.get().astype(np.float64), b[::2, ::3].get().astype(np.float64), 0.4)
     assert_close(out_s, truth, ElementKind.F32)
+
+
+def test_jax_outputs_wait_for_their_kernels() -> None:
+    """JAX reads an output on its own stream: the export must order that stream after the
+    kernel that writes the output (on the legacy default stream for JAX callers), here held
+    back by a spin of a few milliseconds on that stream, for every op family and for bf16
+    outputs (which JAX reinterprets with an op of its own)."""
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    from baracuda.scan import reference as scan_ref
+    from baracuda.softmax import reference as sm_ref
+
+    rng = np.random.default_rng(5)
+    x64 = rng.standard_normal((64, 4096))
+    assert torch.cuda.current_stream().cuda_stream == 0  # the spin holds the legacy stream
+    for dt, element in ((jnp.float32, ElementKind.F32), (jnp.bfloat16, ElementKind.BF16)):
+        x = jnp.asarray(x64, dtype=dt).block_until_ready()
+        xr = np.asarray(x.astype(jnp.float32)).astype(np.float64)
+        sums = {"scale": np.sqrt(4096.0) / 4, "magnitude": scan_ref.cumsum(np.abs(xr), axis=1)}
+        cases: list[tuple[Any, np.ndarray, dict[str, Any]]] = [
+            (lambda: bc.lerp(x, jnp.ones_like(x), 0.25),
+             reference.lerp(xr, np.ones_like(xr), 0.25), {}),
+            (lambda: bc.cumsum(x, axis=1), scan_ref.cumsum(xr, axis=1), sums),
+            (lambda: bc.sparsemax(x), sm_ref.sparsemax(xr, -1), {}),
+        ]  # fmt: skip
+        for _ in range(3):
+            for call, want, tol in cases:
+                torch.cuda._sleep(20_000_000)  # ~10 ms before the kernel can start
+                out = call()
+                assert type(out).__module__.startswith("jax") and out.dtype == dt
+                got = np.asarray(out.astype(jnp.float32)).astype(np.float64)  # JAX's stream
+                assert_close(got, want, element, what=f"{dt.__name__} {want.shape}", **tol)
+    torch.cuda.synchronize()
 
 
 def test_jax_inputs() -> None:

@@ -98,5 +98,29 @@ class Stream:
     def synchronize(self) -> None:
         check(driver().cuStreamSynchronize(self.cu), "cuStreamSynchronize")
 
+    def order_before(self, consumer: int | None) -> None:
+        """Make the work later enqueued on ``consumer`` (a DLPack consumer's ``stream``
+        argument: a handle, 1 or None for the legacy default stream, 2 for the per-thread one,
+        -1 for no order) wait for the work enqueued on this stream so far, without blocking
+        the host: an event recorded here that ``consumer`` waits on. What a DLPack producer
+        owes its consumer (the array API's ``__dlpack__``)."""
+        if consumer is None:
+            consumer = _LEGACY
+        if consumer == -1:
+            return
+        if not isinstance(consumer, int) or consumer < 0:
+            raise InvalidProblem(f"__dlpack__: stream must be an int or None (got {consumer!r})")
+        mine = _LEGACY if self.handle == 0 else self.handle
+        if consumer == mine:
+            return  # one stream: already in order
+        d = driver()
+        flags = int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        event = check(d.cuEventCreate(flags), "cuEventCreate")
+        try:
+            check(d.cuEventRecord(event, self.cu), "cuEventRecord")
+            check(d.cuStreamWaitEvent(d.CUstream(consumer), event, 0), "cuStreamWaitEvent")
+        finally:  # released once the device has passed it
+            check(d.cuEventDestroy(event), "cuEventDestroy")
+
     def __repr__(self) -> str:
         return f"Stream(handle={self.handle:#x})"
