@@ -907,6 +907,9 @@ constexpr bool kOneInputOp = Op::kIn == 1 && !Op::kNb && !Op::kAuxIn && !Op::kAu
 // (docs/benchmarks.md, round 62) one row of 2^26 went from 173.9 to 155.9 us, (70000, 300)
 // along dim 0 from 118.9 to 106.1. The row tiles (rows1, rows8, lbrows) keep their doubles:
 // they spilled 8-48 bytes, and computed again (3000, 1029) took 34.1 us against 32.5.
+// Whether a kernel over elements of `elem` bytes with accumulators of `acc` bytes scans its
+// kept elements again (kRescan): f32 elements, double accumulators.
+__host__ __device__ constexpr bool rescans(int elem, int acc) { return elem == 4 && acc == 8; }
 __device__ __forceinline__ unsigned opaque_zero() {
   unsigned z;
   asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(z));
@@ -1561,7 +1564,7 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
   const i64 dir = P.reverse ? -1 : 1;
   const LbNodes<S> lb = lb_nodes<S>(P, P.groups, P.nchunks, width, sh.off);
   // the f32 cumprod keeps its floats across the carry, not their doubles (opaque_zero)
-  constexpr bool kRescan = !kRunOp<Op> && kOneInputOp<Op> && sizeof(T) == 4 && sizeof(A) == 8;
+  constexpr bool kRescan = !kRunOp<Op> && kOneInputOp<Op> && rescans(sizeof(T), sizeof(A));
   for (;;) {
     const i64 tile = lb_take_tile(P, tile_sh);
     if (tile >= tiles) return;
@@ -5480,7 +5483,7 @@ __device__ __forceinline__ void stream_tile(const Op& op, const int4* stage, int
                                             unsigned long long* mfree) {
   typedef typename Op::S S;
   constexpr int L = 16 / (int)sizeof(T), RPW = kStreamRows, G = StreamLines<Op>::G;
-  constexpr bool kRescan = sizeof(S) == 8 * G;  // double accumulators (opaque_zero)
+  constexpr bool kRescan = rescans(sizeof(T), sizeof(S) / G);  // (opaque_zero)
   const auto lop = stream_line_op(op);
   auto vec_at = [](int q) -> int { return kRev ? kStreamVecs - 1 - q : q; };
   int4 raw[RPW];  // the rows as they land (a 2-byte type's half the registers of floats)
