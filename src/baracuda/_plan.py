@@ -20,6 +20,7 @@ from baracuda._cuda.driver import check, device_count, driver
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
 from baracuda._cuda.replay import BoundSteps, active, capturing
+from baracuda._cuda.retain import held, hold, release_done
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, DL_CUDA_MANAGED, TensorView, view_of
 from baracuda._dtypes import ELEMENTS, INDEX_ELEMENTS
@@ -55,6 +56,24 @@ _DLPACK: dict[ElementKind | IndexElementKind, tuple[int, int]] = {
 D = TypeVar("D")
 A = TypeVar("A")
 V = TypeVar("V")
+
+
+def _hold_imports(stream: Stream, views: object) -> None:
+    """After a run's launches: keep the DLPack imports among ``views`` (a ``TensorView`` or a
+    tuple of them, as ``_bind`` made them) alive until those launches have completed
+    (``baracuda._cuda.retain``); release the imports of earlier runs that have."""
+    items = views if isinstance(views, tuple) and not isinstance(views, TensorView) else (views,)
+    owners = [v.owner for v in items if isinstance(v, TensorView) and v.imported]
+    if not owners and not held():
+        return
+    if stream.is_capturing():
+        # a captured graph reads its arrays at each replay, which the caller keeps alive (as
+        # for any graph); and events may not be queried while a capture is under way
+        return
+    if owners:
+        hold(stream, owners)
+    else:
+        release_done()
 
 
 def check_shape(plan: str, field: str, shape: object, *, min_rank: int = 0) -> tuple[int, ...]:
@@ -211,6 +230,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
             self._check_workspace(workspace, need)
         if bound is None:
             self._run_bound(s, workspace, views)
+            _hold_imports(s, views)
             return
         with capturing() as captured:
             self._run_bound(s, workspace, views)

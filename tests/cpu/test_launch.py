@@ -282,3 +282,88 @@ def test_dlpack_exports_order_the_consumer_stream(monkeypatch: pytest.MonkeyPatc
     assert out.__dlpack_device__() == (2, 0)
     assert out.__dlpack__(stream=0x7000) == "capsule"
     assert [c[0] for c in calls] == ["create", "record", "wait", "destroy", "export"]
+
+
+def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run keeps its DLPack imports (``TensorView.imported``) alive with an event recorded
+    after its launches, and drops them once that event has completed, oldest first, at a
+    later run; fast views (the caller's own array on its current stream) are not held, and
+    nothing is held or queried while the stream is being captured into a graph."""
+    import gc
+    import types
+    import weakref
+
+    from baracuda._cuda import retain
+    from baracuda._cuda import stream as stream_mod
+    from baracuda._cuda.stream import Stream
+    from baracuda._cuda.view import TensorView
+    from baracuda._plan import _hold_imports
+
+    ready: dict[str, bool] = {}
+    calls: list[tuple[str, object]] = []
+    made = iter(range(100))
+
+    def create(flags: int) -> tuple[int, str]:
+        ev = f"ev{next(made)}"
+        ready[ev] = False
+        calls.append(("create", flags))
+        return 0, ev
+
+    fake = types.SimpleNamespace(
+        CUevent_flags=types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2),
+        CUresult=types.SimpleNamespace(CUDA_ERROR_NOT_READY=600),
+        cuEventCreate=create,
+        cuEventRecord=lambda e, s: (calls.append(("record", s)), (0,))[1],
+        cuEventQuery=lambda e: (0 if ready[e] else 600,),
+        cuEventDestroy=lambda e: (calls.append(("destroy", e)), (0,))[1],
+    )
+    capturing = [0]
+    fake.cuStreamIsCapturing = lambda s: (0, capturing[0])
+    monkeypatch.setattr(retain, "driver", lambda: fake)
+    monkeypatch.setattr(stream_mod, "driver", lambda: fake)
+    monkeypatch.setattr(retain, "_held", type(retain._held)())
+
+    class Owner:  # stands for a StridedMemoryView holding the producer's array
+        pass
+
+    def view(owner: object, imported: bool) -> TensorView:
+        return TensorView(256, (4,), (1,), (2, 32), 2, 0, False, owner, imported)
+
+    s = Stream(0x5000)
+    s._cu = ("stream", 0x5000)
+    a, b, mine = Owner(), Owner(), Owner()
+    wa, wb, wmine = weakref.ref(a), weakref.ref(b), weakref.ref(mine)
+    _hold_imports(s, (view(a, True), view(mine, False), None))
+    _hold_imports(s, (view(b, True),))
+    assert calls == [("create", 2), ("record", ("stream", 0x5000))] * 2
+    assert retain.held() == 2
+    del a, b, mine
+    gc.collect()
+    assert wa() is not None and wb() is not None and wmine() is None
+    calls.clear()
+    capturing[0] = 1  # a graph capture: nothing held, no event queried or recorded
+    ready["ev0"] = ready["ev1"] = True
+    _hold_imports(s, (view(Owner(), True), view(Owner(), False)))
+    assert calls == [] and retain.held() == 2
+    ready["ev0"] = ready["ev1"] = False
+    capturing[0] = 0
+    _hold_imports(s, (view(Owner(), False),))  # nothing imported: releases what completed
+    assert calls == [] and retain.held() == 2
+    ready["ev1"] = True  # the second run's event, behind the first: both wait
+    retain.release_done()
+    assert retain.held() == 2 and wa() is not None and wb() is not None
+    ready["ev0"] = True
+    _hold_imports(s, (None,))
+    gc.collect()
+    assert calls == [("destroy", "ev0"), ("destroy", "ev1")]
+    assert retain.held() == 0 and wa() is None and wb() is None
+    c = Owner()
+    wc = weakref.ref(c)
+    _hold_imports(s, view(c, True))  # a plan whose views are one TensorView
+    _hold_imports(s, (1, 2))  # or not views at all (nothing held)
+    del c
+    assert retain.held() == 1 and wc() is not None
+    ready["ev2"] = True
+    retain.release_done()
+    gc.collect()
+    assert retain.held() == 0 and wc() is None

@@ -188,6 +188,87 @@ def test_jax_outputs_wait_for_their_kernels() -> None:
     torch.cuda.synchronize()
 
 
+def _doubled_cases() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """Inputs (64, 4096) and the float64 results of cumsum along dim 1 and of lerp(_, 1,
+    0.25) on twice them (exact in f32), with the cumsum's tolerance terms."""
+    from baracuda.scan import reference as scan_ref
+
+    x64 = np.random.default_rng(11).standard_normal((64, 4096))
+    twice = 2 * x64.astype(np.float32).astype(np.float64)
+    want_sum = scan_ref.cumsum(twice, axis=1)
+    sums = {"scale": np.sqrt(4096.0) / 4, "magnitude": scan_ref.cumsum(np.abs(twice), axis=1)}
+    return x64, want_sum, reference.lerp(twice, np.ones_like(twice), 0.25), sums
+
+
+def test_torch_imports_on_another_stream_live_until_their_kernels_ran() -> None:
+    """A temporary handed over through DLPack is dropped by the caller when the call returns,
+    before the kernels that read it have run (held back here by a spin on the run's stream).
+    A torch tensor run on a stream other than torch's current one goes back to torch's cache
+    then, and torch writes its next tensors there on its current stream. The run keeps the
+    import until its kernels have completed, so they read the caller's values."""
+    x64, want_sum, want_lerp, sums = _doubled_cases()
+    side = torch.cuda.Stream()
+    xt = torch.from_numpy(x64).float().cuda()
+    ones = torch.ones_like(xt)
+    for _ in range(3):
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(20_000_000)  # ~10 ms before the kernels can start
+        outs = [bc.cumsum(xt * 2, axis=1, stream=side), bc.lerp(xt * 2, ones, 0.25, stream=side)]
+        junk = [torch.full_like(xt, 1e6) for _ in range(8)]  # torch reuses freed blocks
+        torch.cuda.current_stream().wait_stream(side)
+        got = [o.double().cpu().numpy() for o in outs]
+        del junk
+        assert_close(got[0], want_sum, ElementKind.F32, what="torch cumsum, side stream", **sums)
+        assert_close(got[1], want_lerp, ElementKind.F32, what="torch lerp, side stream")
+
+
+def test_cupy_imports_on_another_stream_live_until_their_kernels_ran() -> None:
+    """As above for CuPy arrays run on a non-blocking stream of their own while CuPy's
+    current stream is the legacy default one, where CuPy's pool hands the freed memory out
+    again."""
+    cupy = pytest.importorskip("cupy")
+    x64, want_sum, want_lerp, sums = _doubled_cases()
+    side = cupy.cuda.Stream(non_blocking=True)
+    spin = torch.cuda.ExternalStream(side.ptr)
+    xc = cupy.asarray(x64, dtype=cupy.float32)
+    ones = cupy.ones_like(xc)
+    assert cupy.cuda.get_current_stream().ptr == 0
+    for _ in range(3):
+        with torch.cuda.stream(spin):
+            torch.cuda._sleep(20_000_000)
+        outs = [bc.cumsum(xc * 2, axis=1, stream=side), bc.lerp(xc * 2, ones, 0.25, stream=side)]
+        junk = [cupy.full_like(xc, 1e6) for _ in range(8)]  # CuPy's pool reuses freed blocks
+        side.synchronize()
+        got = [cupy.asnumpy(o).astype(np.float64) for o in outs]
+        del junk
+        assert_close(got[0], want_sum, ElementKind.F32, what="cupy cumsum, side stream", **sums)
+        assert_close(got[1], want_lerp, ElementKind.F32, what="cupy lerp, side stream")
+
+
+def test_jax_imports_live_until_their_kernels_ran() -> None:
+    """As above for JAX arrays: the kernels run on the legacy default stream, JAX frees a
+    dropped temporary and writes its next arrays there on its own stream."""
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    x64, want_sum, want_lerp, sums = _doubled_cases()
+    base = jnp.asarray(x64, dtype=jnp.float32).block_until_ready()
+    jones = jnp.ones_like(base).block_until_ready()
+    assert torch.cuda.current_stream().cuda_stream == 0  # the spin holds the legacy stream
+    for _ in range(3):
+        torch.cuda._sleep(20_000_000)
+        outs = [bc.cumsum(base * 2, axis=1), bc.lerp(base * 2, jones, 0.25)]
+        junk = [jnp.full(base.shape, 1e6, jnp.float32) for _ in range(8)]  # JAX reuses memory
+        for j in junk:
+            j.block_until_ready()  # written on JAX's stream while the spin holds ours
+        got = [np.asarray(o).astype(np.float64) for o in outs]
+        del junk
+        assert_close(got[0], want_sum, ElementKind.F32, what="jax cumsum", **sums)
+        assert_close(got[1], want_lerp, ElementKind.F32, what="jax lerp")
+    torch.cuda.synchronize()
+
+
 def test_jax_inputs() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
@@ -260,6 +341,49 @@ def test_cuda_graph_capture() -> None:
     g.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(out, torch.lerp(a, b, 0.5))
+
+
+def test_graph_capture_while_imports_are_held() -> None:
+    """Imports still held from an earlier run leave a graph capture that follows alone:
+    inside it, a checked run (in place, so never replayed from a bound one) holds nothing
+    and queries no event (an event query during a capture is not allowed). The graph replays
+    correctly, and the held imports are released once their kernels have completed."""
+    from baracuda._cuda import retain
+
+    side = torch.cuda.Stream()
+    x = torch.randn(64, 4096, device="cuda")
+    ones = torch.ones_like(x)
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(20_000_000)
+    pending = bc.lerp(x * 2, ones, 0.25, stream=side)  # imports: another stream than torch's
+    want_pending = torch.lerp(x * 2, ones, 0.25)
+    assert retain.held() >= 1
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    w = x.clone()
+    with torch.cuda.stream(s):
+        plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((64, 4096), bc.ElementKind.F32,
+                                                                     0.5))  # fmt: skip
+        plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(w, ones, w))  # warm
+        y = bc.cumsum(x, axis=1)
+        with torch.cuda.graph(g, stream=s):
+            assert retain.held() >= 1
+            y = bc.cumsum(x, axis=1)
+            plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(w, ones, w))  # checked
+            assert retain.held() >= 1
+    torch.cuda.current_stream().wait_stream(s)
+    x.copy_(torch.randn(64, 4096, device="cuda"))
+    w0 = torch.randn(64, 4096, device="cuda")
+    w.copy_(w0)
+    y.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.cumsum(x, 1), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(w, torch.lerp(w0, ones, 0.5))
+    retain.release_done()
+    assert retain.held() == 0
+    torch.testing.assert_close(pending, want_pending)
 
 
 def test_errors_name_the_field() -> None:

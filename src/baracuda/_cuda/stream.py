@@ -98,6 +98,14 @@ class Stream:
     def synchronize(self) -> None:
         check(driver().cuStreamSynchronize(self.cu), "cuStreamSynchronize")
 
+    def is_capturing(self) -> bool:
+        """Whether work enqueued on this stream now goes into a graph being captured rather
+        than to the device; True also where the driver refuses to say (the default stream
+        while another thread captures in global mode)."""
+        d = driver()
+        status, state = d.cuStreamIsCapturing(self.cu)
+        return int(status) != 0 or int(state) != 0  # CU_STREAM_CAPTURE_STATUS_NONE is 0
+
     def order_before(self, consumer: int | None) -> None:
         """Make the work later enqueued on ``consumer`` (a DLPack consumer's ``stream``
         argument: a handle, 1 or None for the legacy default stream, 2 for the per-thread one,

@@ -17,8 +17,11 @@ DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 class TensorView(NamedTuple):
     """A strided tensor in device memory. Strides are in elements; ``ptr`` includes the offset.
 
-    ``owner`` keeps the producer alive while the view is in use. (A named tuple: built on
-    every ``run``, so it must be cheap to make.)
+    ``owner`` keeps the producer alive while the view is in use; ``imported``: the memory came
+    through a DLPack import, whose producer may reuse it in another stream's order once the
+    import is dropped, so a run keeps ``owner`` until its kernels have completed
+    (``baracuda._cuda.retain``). (A named tuple: built on every ``run``, so it must be cheap
+    to make.)
     """
 
     ptr: int
@@ -29,6 +32,7 @@ class TensorView(NamedTuple):
     device_id: int
     readonly: bool = False
     owner: object = None
+    imported: bool = False
 
     @property
     def itemsize(self) -> int:
@@ -142,6 +146,7 @@ def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
         device_id=int(dev_id),
         readonly=bool(smv.readonly),
         owner=smv,
+        imported=dev_type in (DL_CUDA, DL_CUDA_MANAGED),
     )
 
 

@@ -1,0 +1,71 @@
+"""Imported arrays kept alive until the kernels that read or write them have run.
+
+A DLPack import from a producer whose memory is reused in the order of another stream (JAX's
+own streams; a torch or CuPy array run on a stream other than its framework's current one)
+must stay alive until the run's kernels are done with it, not only until ``run`` returns:
+``run`` only enqueues. If the caller's array is a temporary (``bc.cumsum(x * 2)`` in JAX),
+dropping the import at return lets the producer free the memory and hand it to its next
+allocation, whose writes on the producer's stream need not wait for ours.
+
+``hold`` records an event on the run's stream and keeps the imports with it; the events that
+have completed release theirs at the next ``hold`` or ``release_done`` (a run of any plan
+calls it). The host never waits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from baracuda._cuda.driver import check, driver
+
+if TYPE_CHECKING:
+    from baracuda._cuda.stream import Stream
+
+__all__ = ["hold", "release_done", "held"]
+
+_held: deque[tuple[Any, tuple[object, ...]]] = deque()  # (event, owners), oldest first
+_lock = threading.Lock()
+
+
+def hold(stream: Stream, owners: Sequence[object]) -> None:
+    """Keep ``owners`` alive until the work enqueued on ``stream`` so far has
+    completed."""
+    release_done()
+    d = driver()
+    event = check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)),
+                  "cuEventCreate")  # fmt: skip
+    try:
+        check(d.cuEventRecord(event, stream.cu), "cuEventRecord")
+    except BaseException:
+        d.cuEventDestroy(event)
+        raise
+    with _lock:
+        _held.append((event, tuple(owners)))
+
+
+def release_done() -> None:
+    """Drop the owners of every held entry whose event has completed, oldest first, up to the
+    first that has not (events of one stream complete in order; an entry of another stream
+    behind it waits for the next call). An event whose query fails (a context lost to an
+    error) counts as completed: nothing more runs there."""
+    if not _held:
+        return
+    d = driver()
+    not_ready = d.CUresult.CUDA_ERROR_NOT_READY
+    done: list[tuple[Any, tuple[object, ...]]] = []
+    with _lock:
+        while _held:
+            (status,) = d.cuEventQuery(_held[0][0])
+            if status == not_ready:
+                break
+            done.append(_held.popleft())
+    for event, _ in done:  # owners go with ``done``, outside the lock (their deleters may run)
+        d.cuEventDestroy(event)
+
+
+def held() -> int:
+    """How many runs' imports are held (for tests and diagnostics)."""
+    return len(_held)
