@@ -1843,6 +1843,48 @@ def test_lookback_line_pairs(kind: ScanKind, element: ElementKind, monkeypatch: 
                          what=f"pairs vs per-line tiles {what}")  # fmt: skip
 
 
+@pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16, ElementKind.F16])
+def test_jax_arrays_every_scan_op(element: ElementKind) -> None:
+    """Every scan op on JAX arrays through the functional API, along each axis and in both
+    directions: the values (and the running winners' positions, whatever integer type JAX
+    gives them) against the float64 reference, and every backward from JAX arrays of ``dy``
+    and the saved tensors; results come back as JAX arrays."""
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    dt = {ElementKind.F32: jnp.float32, ElementKind.BF16: jnp.bfloat16,
+          ElementKind.F16: jnp.float16}[element]  # fmt: skip
+    shape = (67, 1029)
+    rng = np.random.default_rng(23)
+    for kind in KINDS:
+        xj = jnp.asarray(make_input(kind, shape, seed=3), dtype=dt)
+        x64 = _np64(xj)
+        dy = jnp.asarray(rng.standard_normal(shape), dtype=dt)
+        for axis in (1, 0, -2):
+            n = shape[axis]
+            for reverse in (False, True):
+                what = f"jax {element.value} {kind.value} axis={axis} rev={reverse}"
+                got = getattr(bc, kind.value)(xj, axis, reverse)
+                want = R.scan(kind, x64, axis, reverse)
+                if kind in EXTREMA:
+                    (yj, ij), (wy, wi) = got, want
+                    assert type(ij).__module__.startswith("jax"), what
+                    np.testing.assert_array_equal(np.asarray(ij).astype(np.int64), wi,
+                                                  err_msg=what)  # fmt: skip
+                else:
+                    yj, wy = got, want
+                assert type(yj).__module__.startswith("jax") and yj.dtype == dt, what
+                assert_close(yj, wy, element, scale=scale_of(kind, n), what=what)
+                dx = bc.scan_backward(kind.value, dy, x=xj, y=yj, axis=axis, reverse=reverse)
+                assert type(dx).__module__.startswith("jax") and dx.dtype == dt, what
+                dyn, yn = _np64(dy), _np64(yj)
+                wdx = R.scan_backward(kind, dyn, x=x64, y=yn, axis=axis, reverse=reverse)
+                bsc = max(1.0, math.sqrt(n) / 4) * (2.0 if kind is ScanKind.CUMPROD else 1.0)
+                assert_close(dx, wdx, element, scale=bsc, what=what + " dx",
+                             magnitude=_magnitude(kind, dyn, x64, yn, axis, reverse))  # fmt: skip
+
+
 def test_cupy_and_jax_arrays_on_lookback_tiles() -> None:
     """Other frameworks' arrays through the functional API on the strided look-back tiles:
     CuPy f16 cumsum / cumprod along dim 0 (line pairs), a CuPy f32 view two columns apart,
