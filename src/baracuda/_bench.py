@@ -95,6 +95,23 @@ def _cupy_copy(x: Any) -> Any:
         return None
 
 
+def _jax_copy(x: Any) -> Any:
+    """A JAX copy, on JAX's first GPU, of the torch CUDA tensor ``x``; None where JAX is not
+    installed or has no GPU backend here."""
+    if importlib.util.find_spec("jax") is None:
+        return None
+    try:
+        import jax
+
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+        if not gpus:
+            return None
+        return jax.device_put(x.cpu().numpy(), gpus[0]).block_until_ready()
+    except Exception as e:
+        print(f"host_overhead: no JAX rows ({type(e).__name__}: {e})", file=sys.stderr)
+        return None
+
+
 def host_time(fn: Callable[[], object], calls: int, rounds: int, warmup: int = 100) -> float:
     """Host time of one call of ``fn`` (µs): ``calls`` calls back to back (the GPU queue kept
     busy; the host's time bounds the loop where the kernels are small), the median of
@@ -119,8 +136,9 @@ def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dic
     """Host time per call (µs) of small launches, queue kept non-empty: every functional op
     on (64, ``n``) f32 torch tensors (lerp on ``n`` elements, with ``plan.run``), forward and
     backward, next to torch's call for the same work where it has one (``peer``); then calls
-    that take the checks every time (an explicit ``stream=``; CuPy arrays, where CuPy is
-    installed); the median of ``rounds`` rounds of ``calls`` calls each."""
+    that take the checks every time (an explicit ``stream=``, torch's current one or another,
+    whose DLPack imports are held until the kernels complete; CuPy and JAX arrays, where they
+    are installed); the median of ``rounds`` rounds of ``calls`` calls each."""
     import torch
 
     import baracuda as bc
@@ -164,11 +182,20 @@ def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dic
             lambda: bc.sparsemax(x, 1, stream=cur), x.numel(), "torch.softmax"),
         "baracuda.lerp (stream=)": (lambda: bc.lerp(a, b, 0.3, stream=cur), n, "torch.lerp"),
     }
+    # another stream than torch's current one: DLPack imports, held until the kernels complete
+    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    fns["baracuda.cumsum (stream=other)"] = (
+        lambda: bc.cumsum(x, axis=1, stream=side), x.numel(), "torch.cumsum")  # fmt: skip
     xc = _cupy_copy(x)  # other frameworks' arrays are checked at every call
     if xc is not None:
         cumsum = sys.modules["cupy"].cumsum
         fns["baracuda.cumsum (cupy)"] = (lambda: bc.cumsum(xc, axis=1), x.numel(), "cupy.cumsum")
         fns["cupy.cumsum"] = (lambda: cumsum(xc, axis=1), x.numel(), None)
+    xj = _jax_copy(x)
+    if xj is not None:
+        jcumsum = sys.modules["jax"].numpy.cumsum
+        fns["baracuda.cumsum (jax)"] = (lambda: bc.cumsum(xj, axis=1), x.numel(), "jax cumsum")
+        fns["jax cumsum"] = (lambda: jcumsum(xj, axis=1), x.numel(), None)
     rows = []
     for name, (fn, size, peer) in fns.items():
         row: dict[str, Any] = {"call": name, "n": size, "host_us": host_time(fn, calls, rounds)}

@@ -58,10 +58,11 @@ A = TypeVar("A")
 V = TypeVar("V")
 
 
-def _hold_imports(stream: Stream, views: object) -> None:
-    """After a run's launches: keep the DLPack imports among ``views`` (a ``TensorView`` or a
-    tuple of them, as ``_bind`` made them) alive until those launches have completed
-    (``baracuda._cuda.retain``); release the imports of earlier runs that have."""
+def _hold_imports(stream: Stream, device_id: int, views: object) -> None:
+    """After a run's launches on ``stream`` (of device ``device_id``, current): keep the DLPack
+    imports among ``views`` (a ``TensorView`` or a tuple of them, as ``_bind`` made them) alive
+    until those launches have completed (``baracuda._cuda.retain``); release the imports of
+    earlier runs that have."""
     items = views if isinstance(views, tuple) and not isinstance(views, TensorView) else (views,)
     owners = [v.owner for v in items if isinstance(v, TensorView) and v.imported]
     if not owners and not held():
@@ -71,7 +72,7 @@ def _hold_imports(stream: Stream, views: object) -> None:
         # for any graph); and events may not be queried while a capture is under way
         return
     if owners:
-        hold(stream, owners)
+        hold(stream, device_id, owners)
     else:
         release_done()
 
@@ -230,7 +231,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
             self._check_workspace(workspace, need)
         if bound is None:
             self._run_bound(s, workspace, views)
-            _hold_imports(s, views)
+            _hold_imports(s, self.device_id, views)
             return
         with capturing() as captured:
             self._run_bound(s, workspace, views)

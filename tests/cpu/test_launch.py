@@ -287,8 +287,9 @@ def test_dlpack_exports_order_the_consumer_stream(monkeypatch: pytest.MonkeyPatc
 def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run keeps its DLPack imports (``TensorView.imported``) alive with an event recorded
     after its launches, and drops them once that event has completed, oldest first, at a
-    later run; fast views (the caller's own array on its current stream) are not held, and
-    nothing is held or queried while the stream is being captured into a graph."""
+    later run; the event is then recorded again by a later hold on its device. Fast views
+    (the caller's own array on its current stream) are not held, and nothing is held or
+    queried while the stream is being captured into a graph."""
     import gc
     import types
     import weakref
@@ -302,26 +303,31 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     ready: dict[str, bool] = {}
     calls: list[tuple[str, object]] = []
     made = iter(range(100))
+    capturing = [0]
 
     def create(flags: int) -> tuple[int, str]:
         ev = f"ev{next(made)}"
-        ready[ev] = False
         calls.append(("create", flags))
         return 0, ev
+
+    def record(e: str, s: object) -> tuple[int]:
+        ready[e] = False
+        calls.append(("record", (e, s)))
+        return (0,)
 
     fake = types.SimpleNamespace(
         CUevent_flags=types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2),
         CUresult=types.SimpleNamespace(CUDA_ERROR_NOT_READY=600),
         cuEventCreate=create,
-        cuEventRecord=lambda e, s: (calls.append(("record", s)), (0,))[1],
+        cuEventRecord=record,
         cuEventQuery=lambda e: (0 if ready[e] else 600,),
         cuEventDestroy=lambda e: (calls.append(("destroy", e)), (0,))[1],
+        cuStreamIsCapturing=lambda s: (0, capturing[0]),
     )
-    capturing = [0]
-    fake.cuStreamIsCapturing = lambda s: (0, capturing[0])
     monkeypatch.setattr(retain, "driver", lambda: fake)
     monkeypatch.setattr(stream_mod, "driver", lambda: fake)
     monkeypatch.setattr(retain, "_held", type(retain._held)())
+    monkeypatch.setattr(retain, "_free", {})
 
     class Owner:  # stands for a StridedMemoryView holding the producer's array
         pass
@@ -330,12 +336,13 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
         return TensorView(256, (4,), (1,), (2, 32), 2, 0, False, owner, imported)
 
     s = Stream(0x5000)
-    s._cu = ("stream", 0x5000)
+    s._cu = "s0"
     a, b, mine = Owner(), Owner(), Owner()
     wa, wb, wmine = weakref.ref(a), weakref.ref(b), weakref.ref(mine)
-    _hold_imports(s, (view(a, True), view(mine, False), None))
-    _hold_imports(s, (view(b, True),))
-    assert calls == [("create", 2), ("record", ("stream", 0x5000))] * 2
+    _hold_imports(s, 0, (view(a, True), view(mine, False), None))
+    _hold_imports(s, 0, (view(b, True),))
+    assert calls == [("create", 2), ("record", ("ev0", "s0")), ("create", 2),
+                     ("record", ("ev1", "s0"))]  # fmt: skip
     assert retain.held() == 2
     del a, b, mine
     gc.collect()
@@ -343,27 +350,32 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     calls.clear()
     capturing[0] = 1  # a graph capture: nothing held, no event queried or recorded
     ready["ev0"] = ready["ev1"] = True
-    _hold_imports(s, (view(Owner(), True), view(Owner(), False)))
+    _hold_imports(s, 0, (view(Owner(), True), view(Owner(), False)))
     assert calls == [] and retain.held() == 2
     ready["ev0"] = ready["ev1"] = False
     capturing[0] = 0
-    _hold_imports(s, (view(Owner(), False),))  # nothing imported: releases what completed
+    _hold_imports(s, 0, (view(Owner(), False),))  # nothing imported: releases what completed
     assert calls == [] and retain.held() == 2
     ready["ev1"] = True  # the second run's event, behind the first: both wait
     retain.release_done()
     assert retain.held() == 2 and wa() is not None and wb() is not None
     ready["ev0"] = True
-    _hold_imports(s, (None,))
+    _hold_imports(s, 0, (None,))
     gc.collect()
-    assert calls == [("destroy", "ev0"), ("destroy", "ev1")]
+    assert calls == [] and retain._free == {0: ["ev0", "ev1"]}  # kept, not destroyed
     assert retain.held() == 0 and wa() is None and wb() is None
-    c = Owner()
+    c, d = Owner(), Owner()
     wc = weakref.ref(c)
-    _hold_imports(s, view(c, True))  # a plan whose views are one TensorView
-    _hold_imports(s, (1, 2))  # or not views at all (nothing held)
-    del c
-    assert retain.held() == 1 and wc() is not None
-    ready["ev2"] = True
+    s1 = Stream(0x6000)
+    s1._cu = "s1"
+    _hold_imports(s, 0, view(c, True))  # a plan whose views are one TensorView
+    _hold_imports(s1, 1, (view(d, True),))  # another device: an event of its own
+    _hold_imports(s, 0, (1, 2))  # or not views at all (nothing held)
+    assert calls == [("record", ("ev1", "s0")), ("create", 2), ("record", ("ev2", "s1"))]
+    del c, d
+    assert retain.held() == 2 and wc() is not None
+    ready["ev1"] = ready["ev2"] = True
     retain.release_done()
     gc.collect()
     assert retain.held() == 0 and wc() is None
+    assert retain._free == {0: ["ev0", "ev1"], 1: ["ev2"]}

@@ -26,44 +26,59 @@ if TYPE_CHECKING:
 
 __all__ = ["hold", "release_done", "held"]
 
-_held: deque[tuple[Any, tuple[object, ...]]] = deque()  # (event, owners), oldest first
+# (event, device, owners), oldest first
+_held: deque[tuple[Any, int, tuple[object, ...]]] = deque()
+_free: dict[int, list[Any]] = {}  # completed events by device, recorded again by later holds
+_FREE_MAX = 32
 _lock = threading.Lock()
 
 
-def hold(stream: Stream, owners: Sequence[object]) -> None:
-    """Keep ``owners`` alive until the work enqueued on ``stream`` so far has
-    completed."""
+def hold(stream: Stream, device_id: int, owners: Sequence[object]) -> None:
+    """Keep ``owners`` alive until the work enqueued on ``stream`` (of device ``device_id``,
+    whose context is current) so far has completed."""
     release_done()
     d = driver()
-    event = check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)),
-                  "cuEventCreate")  # fmt: skip
+    with _lock:
+        free = _free.get(device_id)
+        event = free.pop() if free else None
+    if event is None:
+        event = check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)),
+                      "cuEventCreate")  # fmt: skip
     try:
         check(d.cuEventRecord(event, stream.cu), "cuEventRecord")
     except BaseException:
         d.cuEventDestroy(event)
         raise
     with _lock:
-        _held.append((event, tuple(owners)))
+        _held.append((event, device_id, tuple(owners)))
 
 
 def release_done() -> None:
     """Drop the owners of every held entry whose event has completed, oldest first, up to the
     first that has not (events of one stream complete in order; an entry of another stream
     behind it waits for the next call). An event whose query fails (a context lost to an
-    error) counts as completed: nothing more runs there."""
+    error) counts as completed: nothing more runs there. Completed events are kept (up to
+    ``_FREE_MAX`` a device) for later holds on their device: a hold then costs one record,
+    not a create, a record and a destroy."""
     if not _held:
         return
     d = driver()
     not_ready = d.CUresult.CUDA_ERROR_NOT_READY
-    done: list[tuple[Any, tuple[object, ...]]] = []
+    done: list[tuple[object, ...]] = []
     with _lock:
         while _held:
-            (status,) = d.cuEventQuery(_held[0][0])
+            event, dev, owners = _held[0]
+            (status,) = d.cuEventQuery(event)
             if status == not_ready:
                 break
-            done.append(_held.popleft())
-    for event, _ in done:  # owners go with ``done``, outside the lock (their deleters may run)
-        d.cuEventDestroy(event)
+            _held.popleft()
+            done.append(owners)
+            free = _free.setdefault(dev, [])
+            if int(status) == 0 and len(free) < _FREE_MAX:
+                free.append(event)
+            else:
+                d.cuEventDestroy(event)
+    del done  # the owners go here, outside the lock (their deleters may run)
 
 
 def held() -> int:
