@@ -328,6 +328,8 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     monkeypatch.setattr(stream_mod, "driver", lambda: fake)
     monkeypatch.setattr(retain, "_held", type(retain._held)())
     monkeypatch.setattr(retain, "_free", {})
+    monkeypatch.setattr(retain, "_exit_hook", [])
+    monkeypatch.setattr(retain.atexit, "register", lambda f: f)  # not this test's process
 
     class Owner:  # stands for a StridedMemoryView holding the producer's array
         pass
@@ -379,3 +381,11 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     gc.collect()
     assert retain.held() == 0 and wc() is None
     assert retain._free == {0: ["ev0", "ev1"], 1: ["ev2"]}
+    assert retain._exit_hook == [retain._drop_all]  # registered at the first hold, once
+    e = Owner()
+    we = weakref.ref(e)
+    _hold_imports(s, 0, (view(e, True),))
+    del e
+    retain._drop_all()  # at exit: everything dropped, completed or not
+    gc.collect()
+    assert retain.held() == 0 and we() is None

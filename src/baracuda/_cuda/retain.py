@@ -14,6 +14,7 @@ calls it). The host never waits.
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ _held: deque[tuple[Any, int, tuple[object, ...]]] = deque()
 _free: dict[int, list[Any]] = {}  # completed events by device, recorded again by later holds
 _FREE_MAX = 32
 _lock = threading.Lock()
+_exit_hook: list[object] = []  # _drop_all, once registered
 
 
 def hold(stream: Stream, device_id: int, owners: Sequence[object]) -> None:
@@ -50,6 +52,8 @@ def hold(stream: Stream, device_id: int, owners: Sequence[object]) -> None:
         d.cuEventDestroy(event)
         raise
     with _lock:
+        if not _exit_hook:
+            _exit_hook.append(atexit.register(_drop_all))
         _held.append((event, device_id, tuple(owners)))
 
 
@@ -84,3 +88,14 @@ def release_done() -> None:
 def held() -> int:
     """How many runs' imports are held (for tests and diagnostics)."""
     return len(_held)
+
+
+def _drop_all() -> None:
+    """At exit: drop every held import while its producer can still take it back (a JAX
+    array released after JAX's backends are gone could crash the exit). Registered at the
+    first hold, after the producers' frameworks were imported, so it runs before their own
+    exit handlers (last registered, first run)."""
+    with _lock:
+        items = list(_held)
+        _held.clear()
+    del items  # outside the lock
