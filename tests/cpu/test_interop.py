@@ -85,26 +85,35 @@ class _FakeCupy:
 
 
 def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CuPy arrays are read off their attributes (no DLPack capsule) when the run's stream is
-    CuPy's current one: byte strides become element strides, negative ones included (CuPy's
-    DLPack export corrupts them), and anything else (odd strides, a dtype CuPy exports
-    otherwise, another stream) takes DLPack."""
+    """CuPy arrays are read off their attributes (no DLPack capsule): byte strides become
+    element strides, negative ones included (CuPy's DLPack export corrupts them), and
+    anything else (odd strides, a dtype CuPy exports otherwise) takes DLPack. On a stream
+    other than CuPy's current one, CuPy's pending work is ordered before the run's stream (an
+    event it waits on) and the view is held by the run (``imported``)."""
     import sys
 
+    from baracuda._cuda import stream as stream_mod
     from baracuda._interop import fast_view
 
     fake = _FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
+    ordered: list[tuple[int, int | None]] = []
+    monkeypatch.setattr(stream_mod.Stream, "order_before",
+                        lambda self, consumer: ordered.append((self.handle, consumer)))  # fmt: skip
     x = fake.ndarray((3, 4), (-16, 4), "float32", ptr=8192)  # x[::-1] of a (3, 4) array
     v = fast_view(x, 0)
     assert v is not None
     assert (v.ptr, v.shape, v.strides, v.dtype, v.device_id) == (8192, (3, 4), (-4, 1), (2, 32), 0)
-    assert v.owner is x
+    assert v.owner is x and not v.imported
     assert fast_view(x, -1) is not None  # no ordering asked for
     assert fast_view(x, 1) is not None  # the legacy default stream is CuPy's stream 0
+    assert ordered == []
     fake.cuda.stream = 77
-    assert fast_view(x, 0) is None  # another stream: DLPack orders CuPy's pending work
-    assert fast_view(x, 77) is not None
+    w = fast_view(x, 55)  # another stream: CuPy's pending work ordered before it, view held
+    assert w is not None and w.imported and w.owner is x and w.strides == (-4, 1)
+    assert ordered == [(77, 55)]
+    got = fast_view(x, 77)
+    assert got is not None and not got.imported and ordered == [(77, 55)]
     assert fast_view(fake.ndarray((3,), (6,), "float32"), 77) is None  # not whole elements
     assert fast_view(fake.ndarray((3,), (2,), "complex64"), 77) is None
     h = fast_view(fake.ndarray((5, 2), (2, -10), "float16", device=1), 77)

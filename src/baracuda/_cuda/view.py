@@ -17,9 +17,10 @@ DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 class TensorView(NamedTuple):
     """A strided tensor in device memory. Strides are in elements; ``ptr`` includes the offset.
 
-    ``owner`` keeps the producer alive while the view is in use; ``imported``: the memory came
-    through a DLPack import, whose producer may reuse it in another stream's order once the
-    import is dropped, so a run keeps ``owner`` until its kernels have completed
+    ``owner`` keeps the producer alive while the view is in use; ``imported``: its producer
+    may hand the memory out again in another stream's order than the run's once ``owner`` is
+    dropped (a DLPack import; a torch tensor or CuPy array on a stream other than their
+    current one), so a run keeps ``owner`` until its kernels have completed
     (``baracuda._cuda.retain``). (A named tuple: built on every ``run``, so it must be cheap
     to make.)
     """
