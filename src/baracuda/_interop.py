@@ -106,11 +106,11 @@ def _cupy_view(cupy: Any, obj: Any, dlpack_stream: int) -> TensorView | None:
 def _order_before(current: int, device: int, dlpack_stream: int) -> bool:
     """Where the run's stream (DLPack's ``dlpack_stream``) is not the framework's
     ``current`` stream: order the work enqueued there so far before the run's stream, as the
-    framework's ``__dlpack__(stream=...)`` would (an event the run's stream waits on), in
-    about a fifth of its host time (torch's is Python: 88.8 against 24.9 us a call of
-    bc.cumsum with another stream on an H200's host, round 63), and return True: the run
-    holds the array until its kernels have completed (``TensorView.imported``), since its
-    framework hands freed memory out again in the order of its current stream."""
+    framework's ``__dlpack__(stream=...)`` would (an event the run's stream waits on), and
+    return True: the run holds the array until its kernels have completed
+    (``TensorView.imported``), since its framework hands freed memory out again in the order
+    of its current stream. The array is read off its attributes as on its current stream
+    (CuPy's negative strides too, which its DLPack export corrupts)."""
     if same_stream(current, dlpack_stream):
         return False
     Stream(current, device_id=device).order_before(dlpack_stream)
