@@ -99,7 +99,7 @@ def _cupy_view(cupy: Any, obj: Any, dlpack_stream: int) -> TensorView | None:
         device_id=dev,
         readonly=False,
         owner=obj,
-        imported=other,
+        keep=other,
     )
 
 
@@ -108,7 +108,7 @@ def _order_before(current: int, device: int, dlpack_stream: int) -> bool:
     ``current`` stream: order the work enqueued there so far before the run's stream, as the
     framework's ``__dlpack__(stream=...)`` would (an event the run's stream waits on), and
     return True: the run holds the array until its kernels have completed
-    (``TensorView.imported``), since its framework hands freed memory out again in the order
+    (``TensorView.keep``), since its framework hands freed memory out again in the order
     of its current stream. The array is read off its attributes as on its current stream
     (CuPy's negative strides too, which its DLPack export corrupts)."""
     if same_stream(current, dlpack_stream):
@@ -133,7 +133,7 @@ def fast_view(obj: object, dlpack_stream: int) -> TensorView | None:
     other = dlpack_stream != -1 and _order_before(_torch_stream(torch, dev), dev, dlpack_stream)
     ptr = obj.data_ptr()
     view = torch_view(obj, _signature(obj, dev, ptr), ptr)
-    return view._replace(imported=True) if other else view
+    return view._replace(keep=True) if other else view
 
 
 # -- torch tensors on the functional API's cached path (baracuda._functional.BoundCalls) ----

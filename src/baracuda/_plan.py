@@ -58,13 +58,13 @@ A = TypeVar("A")
 V = TypeVar("V")
 
 
-def _hold_imports(stream: Stream, device_id: int, views: object) -> None:
-    """After a run's launches on ``stream`` (of device ``device_id``, current): keep the DLPack
-    imports among ``views`` (a ``TensorView`` or a tuple of them, as ``_bind`` made them) alive
-    until those launches have completed (``baracuda._cuda.retain``); release the imports of
-    earlier runs that have."""
+def _keep_arrays(stream: Stream, device_id: int, views: object) -> None:
+    """After a run's launches on ``stream`` (of device ``device_id``, current): keep the
+    arrays of ``views`` (a ``TensorView`` or a tuple of them, as ``_bind`` made them) marked
+    ``keep`` alive until those launches have completed (``baracuda._cuda.retain``); drop
+    those of earlier runs whose launches have."""
     items = views if isinstance(views, tuple) and not isinstance(views, TensorView) else (views,)
-    owners = [v.owner for v in items if isinstance(v, TensorView) and v.imported]
+    owners = [v.owner for v in items if isinstance(v, TensorView) and v.keep]
     if not owners and not held():
         return
     if stream.is_capturing():
@@ -231,7 +231,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
             self._check_workspace(workspace, need)
         if bound is None:
             self._run_bound(s, workspace, views)
-            _hold_imports(s, self.device_id, views)
+            _keep_arrays(s, self.device_id, views)
             return
         with capturing() as captured:
             self._run_bound(s, workspace, views)

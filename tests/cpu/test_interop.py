@@ -89,7 +89,7 @@ def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     element strides, negative ones included (CuPy's DLPack export corrupts them), and
     anything else (odd strides, a dtype CuPy exports otherwise) takes DLPack. On a stream
     other than CuPy's current one, CuPy's pending work is ordered before the run's stream (an
-    event it waits on) and the view is held by the run (``imported``)."""
+    event it waits on) and the view is held by the run (``keep``)."""
     import sys
 
     from baracuda._cuda import stream as stream_mod
@@ -104,16 +104,16 @@ def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     v = fast_view(x, 0)
     assert v is not None
     assert (v.ptr, v.shape, v.strides, v.dtype, v.device_id) == (8192, (3, 4), (-4, 1), (2, 32), 0)
-    assert v.owner is x and not v.imported
+    assert v.owner is x and not v.keep
     assert fast_view(x, -1) is not None  # no ordering asked for
     assert fast_view(x, 1) is not None  # the legacy default stream is CuPy's stream 0
     assert ordered == []
     fake.cuda.stream = 77
     w = fast_view(x, 55)  # another stream: CuPy's pending work ordered before it, view held
-    assert w is not None and w.imported and w.owner is x and w.strides == (-4, 1)
+    assert w is not None and w.keep and w.owner is x and w.strides == (-4, 1)
     assert ordered == [(77, 55)]
     got = fast_view(x, 77)
-    assert got is not None and not got.imported and ordered == [(77, 55)]
+    assert got is not None and not got.keep and ordered == [(77, 55)]
     assert fast_view(fake.ndarray((3,), (6,), "float32"), 77) is None  # not whole elements
     assert fast_view(fake.ndarray((3,), (2,), "complex64"), 77) is None
     h = fast_view(fake.ndarray((5, 2), (2, -10), "float16", device=1), 77)

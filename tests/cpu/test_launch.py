@@ -284,8 +284,8 @@ def test_dlpack_exports_order_the_consumer_stream(monkeypatch: pytest.MonkeyPatc
     assert [c[0] for c in calls] == ["create", "record", "wait", "destroy", "export"]
 
 
-def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run keeps its DLPack imports (``TensorView.imported``) alive with an event recorded
+def test_arrays_are_held_until_their_kernels_completed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run keeps its arrays marked ``TensorView.keep`` alive with an event recorded
     after its launches, and drops them once that event has completed, oldest first, at a
     later run; the event is then recorded again by a later hold on its device. Fast views
     (the caller's own array on its current stream) are not held, and nothing is held or
@@ -298,7 +298,7 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     from baracuda._cuda import stream as stream_mod
     from baracuda._cuda.stream import Stream
     from baracuda._cuda.view import TensorView
-    from baracuda._plan import _hold_imports
+    from baracuda._plan import _keep_arrays
 
     ready: dict[str, bool] = {}
     calls: list[tuple[str, object]] = []
@@ -334,15 +334,15 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     class Owner:  # stands for a StridedMemoryView holding the producer's array
         pass
 
-    def view(owner: object, imported: bool) -> TensorView:
-        return TensorView(256, (4,), (1,), (2, 32), 2, 0, False, owner, imported)
+    def view(owner: object, keep: bool) -> TensorView:
+        return TensorView(256, (4,), (1,), (2, 32), 2, 0, False, owner, keep)
 
     s = Stream(0x5000)
     s._cu = "s0"
     a, b, mine = Owner(), Owner(), Owner()
     wa, wb, wmine = weakref.ref(a), weakref.ref(b), weakref.ref(mine)
-    _hold_imports(s, 0, (view(a, True), view(mine, False), None))
-    _hold_imports(s, 0, (view(b, True),))
+    _keep_arrays(s, 0, (view(a, True), view(mine, False), None))
+    _keep_arrays(s, 0, (view(b, True),))
     assert calls == [("create", 2), ("record", ("ev0", "s0")), ("create", 2),
                      ("record", ("ev1", "s0"))]  # fmt: skip
     assert retain.held() == 2
@@ -352,17 +352,17 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     calls.clear()
     capturing[0] = 1  # a graph capture: nothing held, no event queried or recorded
     ready["ev0"] = ready["ev1"] = True
-    _hold_imports(s, 0, (view(Owner(), True), view(Owner(), False)))
+    _keep_arrays(s, 0, (view(Owner(), True), view(Owner(), False)))
     assert calls == [] and retain.held() == 2
     ready["ev0"] = ready["ev1"] = False
     capturing[0] = 0
-    _hold_imports(s, 0, (view(Owner(), False),))  # nothing imported: releases what completed
+    _keep_arrays(s, 0, (view(Owner(), False),))  # nothing to keep: releases what completed
     assert calls == [] and retain.held() == 2
     ready["ev1"] = True  # the second run's event, behind the first: both wait
     retain.release_done()
     assert retain.held() == 2 and wa() is not None and wb() is not None
     ready["ev0"] = True
-    _hold_imports(s, 0, (None,))
+    _keep_arrays(s, 0, (None,))
     gc.collect()
     assert calls == [] and retain._free == {0: ["ev0", "ev1"]}  # kept, not destroyed
     assert retain.held() == 0 and wa() is None and wb() is None
@@ -370,9 +370,9 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     wc = weakref.ref(c)
     s1 = Stream(0x6000)
     s1._cu = "s1"
-    _hold_imports(s, 0, view(c, True))  # a plan whose views are one TensorView
-    _hold_imports(s1, 1, (view(d, True),))  # another device: an event of its own
-    _hold_imports(s, 0, (1, 2))  # or not views at all (nothing held)
+    _keep_arrays(s, 0, view(c, True))  # a plan whose views are one TensorView
+    _keep_arrays(s1, 1, (view(d, True),))  # another device: an event of its own
+    _keep_arrays(s, 0, (1, 2))  # or not views at all (nothing held)
     assert calls == [("record", ("ev1", "s0")), ("create", 2), ("record", ("ev2", "s1"))]
     del c, d
     assert retain.held() == 2 and wc() is not None
@@ -384,7 +384,7 @@ def test_imports_are_held_until_their_kernels_completed(monkeypatch: pytest.Monk
     assert retain._exit_hook == [retain._drop_all]  # registered at the first hold, once
     e = Owner()
     we = weakref.ref(e)
-    _hold_imports(s, 0, (view(e, True),))
+    _keep_arrays(s, 0, (view(e, True),))
     del e
     retain._drop_all()  # at exit: everything dropped, completed or not
     gc.collect()

@@ -200,7 +200,7 @@ def _doubled_cases() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]
     return x64, want_sum, reference.lerp(twice, np.ones_like(twice), 0.25), sums
 
 
-def test_torch_imports_on_another_stream_live_until_their_kernels_ran() -> None:
+def test_torch_arrays_on_another_stream_live_until_their_kernels_ran() -> None:
     """A temporary handed over through DLPack is dropped by the caller when the call returns,
     before the kernels that read it have run (held back here by a spin on the run's stream).
     A torch tensor run on a stream other than torch's current one goes back to torch's cache
@@ -222,7 +222,7 @@ def test_torch_imports_on_another_stream_live_until_their_kernels_ran() -> None:
         assert_close(got[1], want_lerp, ElementKind.F32, what="torch lerp, side stream")
 
 
-def test_cupy_imports_on_another_stream_live_until_their_kernels_ran() -> None:
+def test_cupy_arrays_on_another_stream_live_until_their_kernels_ran() -> None:
     """As above for CuPy arrays run on a non-blocking stream of their own while CuPy's
     current stream is the legacy default one, where CuPy's pool hands the freed memory out
     again."""
@@ -245,7 +245,7 @@ def test_cupy_imports_on_another_stream_live_until_their_kernels_ran() -> None:
         assert_close(got[1], want_lerp, ElementKind.F32, what="cupy lerp, side stream")
 
 
-def test_jax_imports_live_until_their_kernels_ran() -> None:
+def test_jax_arrays_live_until_their_kernels_ran() -> None:
     """As above for JAX arrays: the kernels run on the legacy default stream, JAX frees a
     dropped temporary and writes its next arrays there on its own stream."""
     jax = pytest.importorskip("jax")
@@ -343,8 +343,8 @@ def test_cuda_graph_capture() -> None:
     torch.testing.assert_close(out, torch.lerp(a, b, 0.5))
 
 
-def test_process_exits_cleanly_with_imports_held() -> None:
-    """A process whose last call left imports held (JAX arrays, a torch tensor of another
+def test_process_exits_cleanly_with_arrays_held() -> None:
+    """A process whose last call left arrays held (JAX arrays, a torch tensor of another
     stream; their kernels still queued behind a spin) exits cleanly: they are dropped at exit
     before JAX's and torch's own exit handlers run."""
     import subprocess
@@ -376,11 +376,11 @@ def test_process_exits_cleanly_with_imports_held() -> None:
     assert "held" in got.stdout
 
 
-def test_graph_capture_while_imports_are_held() -> None:
-    """Imports still held from an earlier run leave a graph capture that follows alone:
+def test_graph_capture_while_arrays_are_held() -> None:
+    """Arrays still held from an earlier run leave a graph capture that follows alone:
     inside it, a checked run (in place, so never replayed from a bound one) holds nothing
     and queries no event (an event query during a capture is not allowed). The graph replays
-    correctly, and the held imports are released once their kernels have completed."""
+    correctly, and the held arrays are released once their kernels have completed."""
     from baracuda._cuda import retain
 
     side = torch.cuda.Stream()
@@ -388,7 +388,7 @@ def test_graph_capture_while_imports_are_held() -> None:
     ones = torch.ones_like(x)
     with torch.cuda.stream(side):
         torch.cuda._sleep(20_000_000)
-    pending = bc.lerp(x * 2, ones, 0.25, stream=side)  # imports: another stream than torch's
+    pending = bc.lerp(x * 2, ones, 0.25, stream=side)  # held: another stream than torch's
     want_pending = torch.lerp(x * 2, ones, 0.25)
     assert retain.held() >= 1
     g = torch.cuda.CUDAGraph()

@@ -1,15 +1,16 @@
-"""Imported arrays kept alive until the kernels that read or write them have run.
+"""Arrays kept alive until the kernels that read or write them have run.
 
-A DLPack import from a producer whose memory is reused in the order of another stream (JAX's
-own streams; a torch or CuPy array run on a stream other than its framework's current one)
-must stay alive until the run's kernels are done with it, not only until ``run`` returns:
-``run`` only enqueues. If the caller's array is a temporary (``bc.cumsum(x * 2)`` in JAX),
-dropping the import at return lets the producer free the memory and hand it to its next
-allocation, whose writes on the producer's stream need not wait for ours.
+An array whose producer reuses its memory in the order of another stream than the run's (a
+DLPack import of a JAX array, JAX allocating on its own streams; a torch tensor or CuPy array
+run on a stream other than its framework's current one) must stay alive until the run's
+kernels are done with it, not only until ``run`` returns: ``run`` only enqueues. If the
+caller's array is a temporary (``bc.cumsum(x * 2)``), dropping it at return lets the producer
+free the memory and hand it to its next allocation, whose writes on the producer's stream
+need not wait for ours.
 
-``hold`` records an event on the run's stream and keeps the imports with it; the events that
-have completed release theirs at the next ``hold`` or ``release_done`` (a run of any plan
-calls it). The host never waits.
+``hold`` records an event on the run's stream and keeps the arrays with it. The entries whose
+events have completed are dropped at the next ``hold`` or ``release_done`` (every checked run
+of a plan calls one of them while anything is held), the rest at exit. The host never waits.
 """
 
 from __future__ import annotations
@@ -86,12 +87,12 @@ def release_done() -> None:
 
 
 def held() -> int:
-    """How many runs' imports are held (for tests and diagnostics)."""
+    """How many runs' arrays are held (for tests and diagnostics)."""
     return len(_held)
 
 
 def _drop_all() -> None:
-    """At exit: drop every held import while its producer can still take it back (a JAX
+    """At exit: drop every held array while its producer can still take it back (a JAX
     array released after JAX's backends are gone could crash the exit). Registered at the
     first hold, after the producers' frameworks were imported, so it runs before their own
     exit handlers (last registered, first run)."""

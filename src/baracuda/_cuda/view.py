@@ -17,11 +17,11 @@ DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 class TensorView(NamedTuple):
     """A strided tensor in device memory. Strides are in elements; ``ptr`` includes the offset.
 
-    ``owner`` keeps the producer alive while the view is in use; ``imported``: its producer
-    may hand the memory out again in another stream's order than the run's once ``owner`` is
-    dropped (a DLPack import; a torch tensor or CuPy array on a stream other than their
-    current one), so a run keeps ``owner`` until its kernels have completed
-    (``baracuda._cuda.retain``). (A named tuple: built on every ``run``, so it must be cheap
+    ``owner`` keeps the producer alive while the view is in use; ``keep``: a run keeps
+    ``owner`` until its kernels have completed (``baracuda._cuda.retain``), because the
+    producer may hand the memory out again in another stream's order than the run's once
+    ``owner`` is dropped (a DLPack import; a torch tensor or CuPy array on a stream other
+    than their current one). (A named tuple: built on every ``run``, so it must be cheap
     to make.)
     """
 
@@ -33,7 +33,7 @@ class TensorView(NamedTuple):
     device_id: int
     readonly: bool = False
     owner: object = None
-    imported: bool = False
+    keep: bool = False
 
     @property
     def itemsize(self) -> int:
@@ -147,7 +147,7 @@ def _from_dlpack(obj: Any, dlpack_stream: int) -> TensorView:
         device_id=int(dev_id),
         readonly=bool(smv.readonly),
         owner=smv,
-        imported=dev_type in (DL_CUDA, DL_CUDA_MANAGED),
+        keep=dev_type in (DL_CUDA, DL_CUDA_MANAGED),
     )
 
 
