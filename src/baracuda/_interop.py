@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from baracuda._cuda.device import ensure_current
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import DL_CUDA, TensorView, check_span, dlpack_dtype
 from baracuda.errors import Unsupported
@@ -113,6 +114,7 @@ def _order_before(current: int, device: int, dlpack_stream: int) -> bool:
     (CuPy's negative strides too, which its DLPack export corrupts)."""
     if same_stream(current, dlpack_stream):
         return False
+    ensure_current(device)  # the event is made in, and recorded on a stream of, this device
     Stream(current, device_id=device).order_before(dlpack_stream)
     return True
 

@@ -92,6 +92,7 @@ def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     event it waits on) and the view is held by the run (``keep``)."""
     import sys
 
+    from baracuda import _interop
     from baracuda._cuda import stream as stream_mod
     from baracuda._interop import fast_view
 
@@ -100,6 +101,8 @@ def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     ordered: list[tuple[int, int | None]] = []
     monkeypatch.setattr(stream_mod.Stream, "order_before",
                         lambda self, consumer: ordered.append((self.handle, consumer)))  # fmt: skip
+    current: list[int] = []
+    monkeypatch.setattr(_interop, "ensure_current", current.append)
     x = fake.ndarray((3, 4), (-16, 4), "float32", ptr=8192)  # x[::-1] of a (3, 4) array
     v = fast_view(x, 0)
     assert v is not None
@@ -111,7 +114,7 @@ def test_cupy_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     fake.cuda.stream = 77
     w = fast_view(x, 55)  # another stream: CuPy's pending work ordered before it, view held
     assert w is not None and w.keep and w.owner is x and w.strides == (-4, 1)
-    assert ordered == [(77, 55)]
+    assert ordered == [(77, 55)] and current == [0]  # in the array's device's context
     got = fast_view(x, 77)
     assert got is not None and not got.keep and ordered == [(77, 55)]
     assert fast_view(fake.ndarray((3,), (6,), "float32"), 77) is None  # not whole elements
