@@ -389,3 +389,52 @@ def test_arrays_are_held_until_their_kernels_completed(monkeypatch: pytest.Monke
     retain._drop_all()  # at exit: everything dropped, completed or not
     gc.collect()
     assert retain.held() == 0 and we() is None
+
+
+def test_ensure_current_follows_other_frameworks_on_several_devices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ensure_current`` remembers the device made current a thread. With one device that is
+    all (no driver call when it is already current); with several, the driver's current
+    context is compared too, so a device another framework made current since (a
+    ``torch.cuda.device(i)`` block's exit) is replaced by the one asked for."""
+    import threading
+    import types
+
+    from baracuda._cuda import device as device_mod
+    from baracuda._cuda import driver as driver_mod
+
+    ctx = [0]
+    made: list[int] = []
+
+    class FakeDevice:
+        def __init__(self, i: int) -> None:
+            self.i = i
+
+        def set_current(self) -> None:
+            made.append(self.i)
+            ctx[0] = 100 + self.i
+
+    fake = types.SimpleNamespace(cuCtxGetCurrent=lambda: (0, ctx[0]))
+    monkeypatch.setattr(driver_mod, "driver", lambda: fake)
+    monkeypatch.setattr(device_mod, "core_device", FakeDevice)
+    monkeypatch.setattr(device_mod, "_check_id", lambda i: None)
+    monkeypatch.setattr(device_mod, "_current", threading.local())
+    monkeypatch.setattr(device_mod, "_contexts", {})
+    monkeypatch.setattr(device_mod, "device_count", lambda: 1)
+    device_mod.ensure_current(0)
+    ctx[0] = 555  # one device: the memo alone decides
+    device_mod.ensure_current(0)
+    assert made == [0]
+    monkeypatch.setattr(device_mod, "device_count", lambda: 2)
+    monkeypatch.setattr(device_mod, "_current", threading.local())
+    made.clear()
+    device_mod.ensure_current(1)
+    device_mod.ensure_current(1)  # still current: nothing
+    assert made == [1] and device_mod._contexts == {1: 101}
+    ctx[0] = 100  # another framework made device 0's context current
+    device_mod.ensure_current(1)
+    assert made == [1, 1] and ctx[0] == 101
+    device_mod.ensure_current(0)
+    device_mod.ensure_current(0)
+    assert made == [1, 1, 0] and device_mod._contexts == {1: 101, 0: 100}

@@ -56,12 +56,29 @@ def device_info(device_id: int) -> DeviceInfo:
 
 
 _current = threading.local()
+_contexts: dict[int, int] = {}  # device -> its primary context's handle (machines of 2+ GPUs)
 
 
 def ensure_current(device_id: int) -> None:
-    """Make ``device_id``'s primary context current on this thread (once per thread)."""
-    if getattr(_current, "device_id", None) == device_id:
+    """Make ``device_id``'s primary context current on this thread. Remembered a thread; on a
+    machine of several devices the driver's current context is compared too, since the
+    caller's framework may have made another device's current since (a block of
+    ``torch.cuda.device(i)`` restores the device before it on exit): one driver call there,
+    none on a machine of one device."""
+    if getattr(_current, "device_id", None) == device_id and (
+        device_count() < 2 or _context_now() == _contexts.get(device_id)
+    ):
         return
     _check_id(device_id)
     core_device(device_id).set_current()
     _current.device_id = device_id
+    if device_count() > 1:
+        _contexts[device_id] = _context_now()
+
+
+def _context_now() -> int:
+    """The handle of this thread's current context (0 where none or the query fails)."""
+    from baracuda._cuda.driver import driver
+
+    err, ctx = driver().cuCtxGetCurrent()
+    return int(ctx) if int(err) == 0 else 0
