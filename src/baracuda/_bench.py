@@ -136,9 +136,10 @@ def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dic
     """Host time per call (µs) of small launches, queue kept non-empty: every functional op
     on (64, ``n``) f32 torch tensors (lerp on ``n`` elements, with ``plan.run``), forward and
     backward, next to torch's call for the same work where it has one (``peer``); then calls
-    that take the checks every time (an explicit ``stream=``, torch's current one or another,
-    whose DLPack imports are held until the kernels complete; CuPy and JAX arrays, where they
-    are installed); the median of ``rounds`` rounds of ``calls`` calls each."""
+    that take the checks every time (an explicit ``stream=``: torch's current one, or another,
+    whose arrays are ordered by an event and held until the kernels complete; CuPy and JAX
+    arrays, where they are installed); the median of ``rounds`` rounds of ``calls`` calls
+    each."""
     import torch
 
     import baracuda as bc
@@ -182,7 +183,7 @@ def host_overhead(n: int = 1024, calls: int = 2000, rounds: int = 3) -> list[dic
             lambda: bc.sparsemax(x, 1, stream=cur), x.numel(), "torch.softmax"),
         "baracuda.lerp (stream=)": (lambda: bc.lerp(a, b, 0.3, stream=cur), n, "torch.lerp"),
     }
-    # another stream than torch's current one: DLPack imports, held until the kernels complete
+    # another stream than torch's current one: the arrays are held until the kernels complete
     side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     fns["baracuda.cumsum (stream=other)"] = (
         lambda: bc.cumsum(x, axis=1, stream=side), x.numel(), "torch.cumsum")  # fmt: skip

@@ -402,7 +402,6 @@ def test_ensure_current_follows_other_frameworks_on_several_devices(
     import types
 
     from baracuda._cuda import device as device_mod
-    from baracuda._cuda import driver as driver_mod
 
     ctx = [0]
     made: list[int] = []
@@ -416,7 +415,7 @@ def test_ensure_current_follows_other_frameworks_on_several_devices(
             ctx[0] = 100 + self.i
 
     fake = types.SimpleNamespace(cuCtxGetCurrent=lambda: (0, ctx[0]))
-    monkeypatch.setattr(driver_mod, "driver", lambda: fake)
+    monkeypatch.setattr(device_mod, "driver", lambda: fake)
     monkeypatch.setattr(device_mod, "core_device", FakeDevice)
     monkeypatch.setattr(device_mod, "_check_id", lambda i: None)
     monkeypatch.setattr(device_mod, "_current", threading.local())

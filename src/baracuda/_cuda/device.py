@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from baracuda._cuda.driver import device_count
+from baracuda._cuda.driver import device_count, driver
 from baracuda.errors import InvalidProblem, Unsupported
 
 __all__ = ["DeviceInfo", "device_info", "ensure_current", "core_device"]
@@ -78,7 +78,5 @@ def ensure_current(device_id: int) -> None:
 
 def _context_now() -> int:
     """The handle of this thread's current context (0 where none or the query fails)."""
-    from baracuda._cuda.driver import driver
-
     err, ctx = driver().cuCtxGetCurrent()
     return int(ctx) if int(err) == 0 else 0
