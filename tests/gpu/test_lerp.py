@@ -386,25 +386,28 @@ def test_graph_capture_while_arrays_are_held() -> None:
     side = torch.cuda.Stream()
     x = torch.randn(64, 4096, device="cuda")
     ones = torch.ones_like(x)
-    with torch.cuda.stream(side):
-        torch.cuda._sleep(20_000_000)
-    pending = bc.lerp(x * 2, ones, 0.25, stream=side)  # held: another stream than torch's
-    want_pending = torch.lerp(x * 2, ones, 0.25)
-    assert retain.held() >= 1
     g = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     w = x.clone()
-    with torch.cuda.stream(s):
+    with torch.cuda.stream(s):  # warm: every module loaded before the spin starts
         plan = bc.BinaryParamPlan.select(s, bc.BinaryParamDescriptor((64, 4096), bc.ElementKind.F32,
                                                                      0.5))  # fmt: skip
-        plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(w, ones, w))  # warm
+        plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(w, ones, w))
         y = bc.cumsum(x, axis=1)
-        with torch.cuda.graph(g, stream=s):
-            assert retain.held() >= 1
-            y = bc.cumsum(x, axis=1)
-            plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(w, ones, w))  # checked
-            assert retain.held() >= 1
+    bc.lerp(x, ones, 0.25, stream=side)
+    torch.cuda.synchronize()
+    retain.release_done()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # ~0.1 s: past the host's work up to the capture's end
+    pending = bc.lerp(x * 2, ones, 0.25, stream=side)  # held: another stream than torch's
+    want_pending = torch.lerp(x * 2, ones, 0.25)
+    assert retain.held() >= 1
+    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+        assert retain.held() >= 1
+        y = bc.cumsum(x, axis=1)
+        plan.run(s, bc.Workspace.none(), bc.BinaryParamArgs(w, ones, w))  # checked
+        assert retain.held() >= 1
     torch.cuda.current_stream().wait_stream(s)
     x.copy_(torch.randn(64, 4096, device="cuda"))
     w0 = torch.randn(64, 4096, device="cuda")
