@@ -38,10 +38,12 @@ from baracuda.scan._kernels import (
     PAIR_OPS,
     PIPE_AUX_OPS,
     PIPE_OPS,
+    RING_FORWARD_OPS,
     RING_OPS,
     ROUNDS_GROUPS,
     ROUNDS_KINDS,
     ROUNDS_OPS,
+    ROWREG_KINDS,
     SCAN_GROUPS,
     SCAN_SOURCES,
     SEG1_OPS,
@@ -1041,7 +1043,7 @@ _PIPE_KINDS = ("pipe1", "coop", "cooprev", "lbstage")
 _KINDS = (*_LAYOUTS, *_PIPE_KINDS, "pipe1w", "cstates1", "cstates8", "seg", "seg1", "lbpair",
           "strip", "strip512", "strip_narrow", "strip6", "ring", "short", "short1",
           "shortx2", "shortx4", "short1x4", "short1x8", "short1x8b3", "short1l",
-          "short1lw")  # fmt: skip
+          "short1lw", *ROWREG_KINDS)  # fmt: skip
 _ALL_ENTRIES = (
     {f"scan_{op}_{k}" for op in OPS for k in (*_LAYOUTS, "short", "short1")}
     | {f"scan_{op}_{k}" for k, ops in SHORT_MANY_ENTRY_OPS.items() for op in ops}
@@ -1056,6 +1058,7 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_strip_narrow" for op in STRIP_NARROW_ENTRY_OPS}
     | {f"scan_{op}_strip6" for op in STRIP_MANY_ENTRY_OPS}
     | {f"scan_{op}_ring" for op in RING_OPS}
+    | {f"scan_{op}_{k}" for op in RING_FORWARD_OPS for k in ROWREG_KINDS}
     | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
        _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
@@ -1684,6 +1687,88 @@ def test_ring_needs_long_rows_of_one_stride(
     assert not rows_ok([x, None, None, y, None])
 
 
+_ROWREG_CASES = [
+    # (shape, itemsize, x strides or None (dense), x pointer offset, the rowreg kind or None)
+    ((4096, 8192), 2, None, 0, "rowreg4"),  # rows of 16 KiB
+    ((4096, 2048), 8, None, 0, "rowreg4"),
+    ((4096, 8000), 2, None, 0, "rowreg4"),  # fewer vectors than the block's
+    ((4096, 4096), 2, None, 0, "rowreg2"),  # 8 KiB
+    ((4096, 2056), 2, None, 0, "rowreg2"),  # 4 KiB and a vector
+    ((8, 512, 3000), 4, None, 0, "rowreg4"),  # outer dims that coalesce
+    ((300, 3000), 4, (3004, 1), 0, "rowreg4"),  # padded rows
+    ((4096, 2048), 2, None, 0, None),  # 4 KiB: warp rows
+    ((4096, 8200), 2, None, 0, None),  # past 16 KiB: the ring
+    ((4096, 3001), 4, (3004, 1), 0, None),  # rows not whole 16-byte vectors
+    ((4096, 4096), 2, None, 2, None),  # misaligned
+    ((2, 3, 3000), 4, (4 * 3004, 3004, 1), 0, None),  # outer dims that do not coalesce
+]
+
+
+@pytest.mark.parametrize(("shape", "itemsize", "strides", "offset", "kind"), _ROWREG_CASES)
+def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
+                                 strides: tuple[int, ...] | None, offset: int, kind: str | None,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Contiguous cumsum/cumprod rows of more than 4 KiB and at most 16 KiB, of one stride and
+    whole 16-byte vectors, take a block a row in registers (rowreg2 up to 8 KiB, rowreg4 up to
+    16 KiB): with IN0 and OUT only, never with the switch off; one launch of a block a row, in
+    both directions."""
+    from baracuda.scan import _kernels as K
+
+    axis = len(shape) - 1
+    x = Slot(4096 + offset, strides or _dense(shape))
+    y = Slot(1 << 30, _dense(shape))
+
+    def entry(ops: list[Slot | None], op: str = "sum") -> str | None:
+        params = K._params(shape, axis, ops, (0, 3), itemsize, "rows", False, 0)
+        return K._rowreg(op, params, ops, itemsize)
+
+    assert entry([x, None, None, y, None]) == (kind and f"scan_sum_{kind}")
+    assert entry([x, None, None, y, None], "prod") == (kind and f"scan_prod_{kind}")
+    assert entry([x, y, None, y, None]) is None
+    assert entry([x, None, None, y, None], "lse") is None
+    assert entry([x, None, None, y, None], "max") is None
+    if kind:
+        log = _LaunchLog("sm_90")
+        grids = _record_grids(log, monkeypatch)
+        for reverse in (False, True):
+            log.calls.clear()
+            variant = K.launch_scan(log, "prod", None, shape, axis, reverse=reverse, mode=0,  # type: ignore[arg-type]
+                                    operands=[x, None, None, y, None], vec_slots=(0, 3),
+                                    itemsize=itemsize, layout="rows", sm_count=132,
+                                    states_ptr=1 << 20)  # fmt: skip
+            rows = math.prod(shape) // shape[-1]
+            assert variant == f"{kind}x{rows}"
+            assert [c[0] for c in log.calls] == [f"scan_prod_{kind}"]
+            assert grids[-1] == ((rows, 1, 1), 0)
+    monkeypatch.setattr(K, "ROWREG", False)
+    assert entry([x, None, None, y, None]) is None
+
+
+def test_rows_in_registers_leave_the_ring_its_f32_cumsum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ROWREG_RING: the f32 cumsum over rows of 16 KiB keeps the ring where the ring takes
+    them, and the f32 cumprod and the bf16 cumsum over the same rows take the registers."""
+    from baracuda.scan import _kernels as K
+
+    log = _LaunchLog("sm_90")
+    _record_grids(log, monkeypatch)
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    assert K.ROWREG_RING == (("sum", (4,)),)
+
+    def launch(op: str, n: int, itemsize: int) -> str:
+        x, y = Slot(1 << 30, (n, 1)), Slot(1 << 31, (n, 1))
+        return K.launch_scan(log, op, None, (4096, n), 1, reverse=False, mode=0,  # type: ignore[arg-type]
+                             operands=[x, None, None, y, None], vec_slots=(0, 3),
+                             itemsize=itemsize, layout="rows", sm_count=132,
+                             states_ptr=1 << 20)  # fmt: skip
+
+    assert launch("sum", 4096, 4) == "ring264"
+    assert launch("prod", 4096, 4) == "rowreg4x4096"
+    assert launch("sum", 8192, 2) == "rowreg4x4096"
+    assert launch("sum", 2048, 4) == "rowreg2x4096"  # 8 KiB: not the ring's
+    monkeypatch.setattr(K, "ROWREG_RING", ())
+    assert launch("sum", 4096, 4) == "rowreg4x4096"
+
+
 _RING_BACKWARD_CASES = [
     # (shape, itemsize, dy strides or None (dense), whether the rows fit the ring)
     ((4096, 8192), 2, None, True),  # rows of two chunks
@@ -1808,7 +1893,16 @@ def test_ring_needs_the_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     log = _LaunchLog("sm_90")
     _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: K.RING_SMEM - 1)
-    assert _launch_big(log, "sum", 1, itemsize=2) == "pipe1"
+    assert _launch_big(log, "sum", 1, itemsize=4) == "pipe1"
+    # the rows in registers need no shared memory: the ring's f32 cumsum rows of 16 KiB
+    # (ROWREG_RING) take them where the ring cannot run
+    monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 0)
+    log.calls.clear()
+    x = Slot(1 << 30, (4096, 1))
+    assert K.launch_scan(log, "sum", None, (4096, 4096), 1, reverse=False, mode=0,  # type: ignore[arg-type]
+                         operands=[x, None, None, Slot(1 << 31, (4096, 1)), None],
+                         vec_slots=(0, 3), itemsize=4, layout="rows", sm_count=132,
+                         states_ptr=1 << 20) == "rowreg4x4096"  # fmt: skip
 
 
 def test_host_mirrors_of_the_kernel_constants() -> None:
@@ -1840,6 +1934,11 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     m = re.search(r"kRingChunkOf = NIN == 1 \? kRingChunk : NIN == 2 \? (\d+) : (\d+);", text)
     assert m and (int(m.group(1)), int(m.group(2))) == (K.RING_MAX_BACKWARD_CHUNK,
                                                         K.RING_BACKWARD_CHUNK)  # fmt: skip
+    # the rows in registers: rowregV holds V 16-byte vectors a lane of a 256-thread block
+    kinds = dict(re.findall(r"BC_SCAN_ROWREG_ENTRY1\(name, OP, (rowreg\d), (\d)\)", text))
+    assert set(kinds) == set(K.ROWREG_KINDS)
+    assert 16 * K.BLOCK * int(kinds["rowreg4"]) == K.ROWREG_MAX_BYTES
+    assert 16 * K.BLOCK * int(kinds["rowreg2"]) == 8192  # _rowreg's rowreg2 bound
     assert "kRingStagesOf = kRingStages * kRingChunk / (NIN * CH);" in text
     assert "template <int NIN, int CH = kRingChunkOf<NIN>>" in text
     for nin, chunk, stages in ((2, K.RING_MAX_BACKWARD_CHUNK, K.RING_MAX_BACKWARD_STAGES),

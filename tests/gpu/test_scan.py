@@ -473,6 +473,7 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, per_sm: int,
     from baracuda.scan import _kernels as K
 
     assert K.PIPELINED_ROWS
+    monkeypatch.setattr(K, "ROWREG", False)  # rows of 9.5 KiB: pipe1, not rows in registers
     names = launched_kernels(monkeypatch)
     sm_count = device_info(torch.cuda.current_device()).sm_count
     rows = sm_count * per_sm if per_sm else sm_count * K.WARP_ROWS_PER_SM + 3
@@ -2543,6 +2544,7 @@ def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) 
 
     assert K.RING_ROWS
     monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)
+    monkeypatch.setattr(K, "ROWREG", False)  # rows of one chunk: the ring, not registers
     seen = launched_kernels(monkeypatch)
     ring = f"scan_{_op_of(kind)}_ring"
     for what, x, want in _ring_cases(element, torch_dtype(element), kind):
@@ -2570,6 +2572,82 @@ def test_scan_ring_rows(kind: ScanKind, element: ElementKind, monkeypatch: Any) 
                 monkeypatch.setattr(K, "RING_ROWS", True)
                 assert_close(y, _np64(y_plain), element, scale=scale_of(kind, x.shape[-1]),
                              what=f"ring vs warp rows {label}")  # fmt: skip
+
+
+def _rowreg_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, str | None]]:
+    """(what, view, kernel) for rows held in registers along the last axis: ``kernel`` the
+    rowreg entry the launch must take, or None where it must not take one."""
+    dt = torch_dtype(element)
+    lanes = 16 // element.itemsize
+    kib = 1024 // element.itemsize  # positions a KiB
+    seeds = iter(range(140, 170))
+    op = _op_of(kind)
+
+    def make(shape: tuple[int, ...]) -> Any:
+        return torch.from_numpy(make_input(kind, shape, next(seeds))).to("cuda", dt)
+
+    cases: list[tuple[str, Any, str | None]] = [
+        ("4 KiB and a vector", make((7, 4 * kib + lanes)), f"scan_{op}_rowreg2"),
+        ("8 KiB", make((9, 8 * kib)), f"scan_{op}_rowreg2"),
+        ("8 KiB and a vector", make((5, 8 * kib + lanes)), f"scan_{op}_rowreg4"),
+        ("16 KiB less 5 vectors", make((300, 16 * kib - 5 * lanes)), f"scan_{op}_rowreg4"),
+        ("16 KiB, few rows", make((3, 16 * kib)), f"scan_{op}_rowreg4"),  # no ring: too few
+        ("rank 3", make((2, 3, 12 * kib + 3 * lanes)), f"scan_{op}_rowreg4"),
+        ("4 KiB", make((6, 4 * kib)), None),
+        ("16 KiB and a vector", make((4, 16 * kib + lanes)), None),
+        ("not whole vectors", make((3, 10 * kib + 1)), None),
+    ]
+    wide = make((4, 16 * kib))
+    cases.append(("padded rows", wide[:, : 10 * kib + lanes], f"scan_{op}_rowreg4"))
+    cut = make((2, 4, 6 * kib))
+    cases.append(("outer dims that do not coalesce", cut[:, :3], None))
+    flat = make((3 * 6 * kib + 1,))
+    cases.append(("misaligned", flat[1:].view(3, 6 * kib), None))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
+    """Contiguous rows of more than 4 KiB and at most 16 KiB held in registers, a block a row
+    (ROWREG, scan_rowreg): rows of 2 and 4 vectors a lane, whole and with fewer vectors, few
+    and many rows, a rank-3 tensor, padded rows; both directions, forward and backward (the
+    cumsum backward is a reverse cumsum of dy: rowreg too), on poisoned outputs against the
+    float64 reference, bit for bit repeatable, and within rounding of the same launch without
+    ROWREG; and layouts that must not take it. The ring keeps the rows of ROWREG_RING where it
+    takes them (f32 cumsum over 4096 x 4096)."""
+    from baracuda.scan import _kernels as K
+
+    assert K.ROWREG
+    seen = launched_kernels(monkeypatch)
+    for what, x, want in _rowreg_cases(element, kind):
+        for reverse in (False, True):
+            label = f"rowreg {what} {tuple(x.shape)} rev={reverse}"
+            seen.clear()
+            y, _ = run_forward(kind, x, -1, reverse)
+            got = [k for k in seen if "rowreg" in k]
+            assert got == ([want] if want else []), (label, seen)
+            sc = scale_of(kind, x.shape[-1])
+            assert_close(y, R.scan(kind, _np64(x), -1, reverse), element, scale=sc, what=label)
+            again, _ = run_forward(kind, x, -1, reverse)
+            assert torch.equal(y, again), f"{label}: a second run differs"
+            check_op(kind, element, x, -1, reverse, label)  # forward and backward
+            if want:
+                monkeypatch.setattr(K, "ROWREG", False)
+                seen.clear()
+                y_plain, _ = run_forward(kind, x, -1, reverse)
+                monkeypatch.setattr(K, "ROWREG", True)
+                assert not any("rowreg" in k for k in seen), seen
+                assert_close(y, _np64(y_plain), element, scale=sc, what=f"{label} vs without")
+    # the (op, itemsize) pairs of ROWREG_RING keep the ring where it takes the rows
+    x = torch.from_numpy(make_input(kind, (4096, 16384 // element.itemsize), 171)).to(
+        "cuda", torch_dtype(element))  # fmt: skip
+    seen.clear()
+    y, _ = run_forward(kind, x, -1, False)
+    ring = K._listed(K.ROWREG_RING, _op_of(kind), element.itemsize)
+    assert seen == [f"scan_{_op_of(kind)}_{'ring' if ring else 'rowreg4'}"], seen
+    assert_close(y, R.scan(kind, _np64(x), -1, False), element,
+                 scale=scale_of(kind, x.shape[-1]), what="4096 rows of 16 KiB")  # fmt: skip
 
 
 def _ring_backward_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, bool]]:
@@ -2687,20 +2765,23 @@ def test_ring_backward_on_the_benchmark_shape(kind: ScanKind, element: ElementKi
 
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
 def test_ring_on_the_benchmark_shapes(element: ElementKind, monkeypatch: Any) -> None:
-    """cumsum over 4096 x 8192 and 1024 x 32768 along dim 1 takes the ring at the default
-    thresholds, matches the float64 reference in both directions, and so does its backward;
-    CuPy and JAX arrays through the functional API too."""
+    """cumsum over 4096 x 8192 and 1024 x 32768 along dim 1 takes the ring (bf16 4096 x 8192:
+    rows in registers) at the default thresholds, matches the float64 reference in both
+    directions, and so does its backward; CuPy and JAX arrays through the functional API
+    too."""
     from baracuda.scan import _kernels as K
 
     seen = launched_kernels(monkeypatch)
     for shape in ((4096, 8192), (1024, 32768)):
         x64 = make_input(ScanKind.CUMSUM, shape, 61)
         x = torch.from_numpy(x64).to("cuda", torch_dtype(element))
+        # rows of up to 16 KiB (bf16 4096 x 8192) are held in registers (ROWREG)
+        rowreg = K.ROWREG and shape[1] * element.itemsize <= K.ROWREG_MAX_BYTES
         for reverse in (False, True):
             seen.clear()
             check_op(ScanKind.CUMSUM, element, x, 1, reverse, f"{shape} dim 1 rev={reverse}")
             if K.RING_ROWS:
-                assert seen == ["scan_sum_ring"] * 2, seen
+                assert seen == [f"scan_sum_{'rowreg4' if rowreg else 'ring'}"] * 2, seen
     cupy = pytest.importorskip("cupy")
     xc = cupy.asarray(make_input(ScanKind.CUMPROD, (300, 8192), 62), dtype=cupy.float32)
     monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)

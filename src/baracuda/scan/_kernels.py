@@ -120,6 +120,8 @@ __all__ = [
     "short_kind",
     "RING_ROWS",
     "RING_FORWARD_OPS",
+    "ROWREG",
+    "ROWREG_KINDS",
     "STREAM_ROWS",
     "STREAM_LINES",
     "STREAM_ITEMSIZES",
@@ -815,6 +817,46 @@ def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsiz
     )
 
 
+# Switch: contiguous rows of more than 4 KiB and at most 16 KiB of cumsum and cumprod (and so
+# the cumsum backward), under the ring's conditions otherwise (``_ring_rows``: one input, rows
+# one stride apart, whole 16-byte vectors), take a block a row held in registers (scan.cu,
+# scan_rowreg: rowreg2 / rowreg4 for rows of up to 8 / 16 KiB): no shared-memory stage,
+# every load of a row in flight at once. Except the (op, itemsizes) of ROWREG_RING, which keep
+# the ring where it takes the rows. On an H200 (docs/benchmarks.md, round 64), against the
+# ring (16 KiB rows) or warp rows (pipe1, shorter), µs: bf16 cumsum 4096 x 8192 39.2 -> 37.6,
+# its backward 39.3 -> 37.5, cumprod 38.8 -> 38.1, 4096 x 8000 41.2 -> 37.0, 8192 x 4096
+# 40.3 -> 37.8; f32 cumprod 4096 x 4096 40.0 -> 37.6, f32 cumsum 8192 x 2048 40.2 -> 38.6;
+# but f32 cumsum 4096 x 4096 38.2 -> 38.3 (38.5 -> 39.4 in another run: ROWREG_RING), and in
+# that run rows of 4 KiB or less, a vector a lane: bf16 16384 x 2048 40.0 -> 43.3, 65536 x
+# 1024 75.7 -> 118.8. A grid of twice the blocks an SM holds, each taking every grid-th row,
+# was slower on every 16 KiB case (bf16 cumsum 41.8 us with streaming loads, 39.2 read-only,
+# against 38.2). Read at each launch.
+ROWREG = True
+ROWREG_MIN_BYTES = 4096 + 16
+ROWREG_MAX_BYTES = 16384  # rowreg4: 4 vectors a lane, 256 lanes
+ROWREG_RING: tuple[tuple[str, tuple[int, ...]], ...] = (("sum", (4,)),)
+ROWREG_KINDS = ("rowreg2", "rowreg4")
+
+
+def _rowreg(op: str, params: Params, operands: Sequence[Slot | None],
+            itemsize: int) -> str | None:  # fmt: skip
+    """The rowreg entry that may take the rows of ``params`` (ROWREG), or None."""
+    rowb = params.n * itemsize
+    if not (ROWREG and op in RING_FORWARD_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
+            and [i for i, o in enumerate(operands) if o is not None] == [IN0, OUT]
+            and bool(params.vec) and params.outer.rank == 1 and rowb % 16 == 0):  # fmt: skip
+        return None
+    return f"scan_{op}_rowreg{2 if rowb <= 8192 else 4}"
+
+
+def _launch_rowreg(module: LoadedModule, kernel: str, rows: int, stream: Stream,
+                   params: Params, rec: Recorder | None) -> str:  # fmt: skip
+    """Enqueues ``kernel`` (a rowreg entry) over ``rows`` rows, a block a row; its variant."""
+    grid = min(rows, 2**31 - 1)
+    _enqueue(rec, module.function(kernel), (grid, 1, 1), BLOCK, 0, stream, params, kernel)
+    return f"{kernel.rsplit('_', 1)[1]}x{grid}"
+
+
 def _ring_grid(rows: int, sm_count: int, per_sm: int) -> int:
     """Blocks of a ring launch over ``rows`` rows with at most ``per_sm`` blocks an SM, or 0:
     the most blocks an SM (down to one) at which the rows fill RING_MIN_BALANCE of the
@@ -1134,6 +1176,7 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_strip_narrow" for op in ops if op in STRIP_NARROW_ENTRY_OPS)
         + tuple(f"scan_{op}_strip6" for op in ops if op in STRIP_MANY_ENTRY_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
+        + tuple(f"scan_{op}_{k}" for op in ops if op in RING_FORWARD_OPS for k in ROWREG_KINDS)
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
             "scan_max_bwd_strip")
@@ -1599,7 +1642,8 @@ _SWITCHES = (
     "STREAM_ROUNDS_ITEMSIZES",
     "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
-    "SHORT_MAX", "SHORT_GRID_PER_SM",
+    "SHORT_MAX", "SHORT_GRID_PER_SM", "ROWREG", "ROWREG_MIN_BYTES", "ROWREG_MAX_BYTES",
+    "ROWREG_RING",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1616,7 +1660,7 @@ _FIXED = (
     "RING_BACKWARD_CHUNK", "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK",
     "RING_MAX_BACKWARD_STAGES", "COLS_STATES_OPS",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SHORT_MANY", "SHORT1_MANY",
-    "SHORT1_RESIDENT",
+    "SHORT1_RESIDENT", "ROWREG_KINDS",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
 _GLOBALS = globals()
@@ -1793,7 +1837,11 @@ def launch_scan(
             _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), threads, smem, stream,
                      params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
-    if _ring_rows(op, params, operands, itemsize):
+    ring = _ring_rows(op, params, operands, itemsize)
+    rowreg = _rowreg(op, params, operands, itemsize)
+    if rowreg is not None and not (ring and _listed(ROWREG_RING, op, itemsize)):
+        return _launch_rowreg(module, rowreg, rows, stream, params, rec)
+    if ring:
         kernel = f"scan_{op}_ring"
         if _smem_room(module, kernel) >= RING_SMEM:
             per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
@@ -1802,6 +1850,8 @@ def launch_scan(
                 _enqueue(rec, module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK,
                          RING_SMEM, stream, params, kernel)  # fmt: skip
                 return f"ring{grid}"
+    if rowreg is not None:  # ROWREG_RING's rows that the ring did not take
+        return _launch_rowreg(module, rowreg, rows, stream, params, rec)
     # interleaved lines, one run of memory: the cooperative kernel's split of them (g lines)
     lg, lcoop = 0, None
     if lines is not None and layout == "cols" and op in LINES_OPS:

@@ -4998,6 +4998,74 @@ __device__ void scan_ring(const Params& P) {
   BC_SCAN_BY_DIRECTION(scan_ring_dir, T, A, Op);
 }
 
+// Contiguous rows of at most V * kBlock 16-byte vectors, a block a row held in registers: no
+// shared-memory stage, no ring. Lane l of warp w loads the vectors w * V * 32 + j * 32 + l
+// (j < V, in scan order; a warp's 512-byte loads coalesce) all at once, scans them as the
+// ring scans a chunk (warp_vec_scan, then the warps' totals through shared memory) and
+// stores them, loads and stores streaming (ld.global.cs / st.global.cs). The host launches a
+// block a row (a block takes rows b, b + gridDim.x, ... past 2^31 - 1 rows). Vectors past the
+// row's end (rows of fewer vectors) are zero and come after every position of the row in
+// scan order; they are not stored. The host's condition is the ring's: one input, rows one
+// stride apart, whole 16-byte vectors (ROWREG).
+template <typename T, typename A, class Op, int V, bool kRev>
+__device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
+  typedef typename Op::S S;
+  static_assert(!Op::kAuxIn && !Op::kAuxOut && !kRunOp<Op> && kInputsY<Op> == 1,
+                "rows in registers take one-input ops of states");
+  constexpr int L = 16 / (int)sizeof(T);
+  constexpr int W = kBlock / 32;
+  __shared__ S warp_tot[2][W];
+  const Op op{P.mode};
+  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  const i64 rowb = P.n * (i64)sizeof(T);
+  const unsigned char* in = reinterpret_cast<const unsigned char*>(in_ptr<T>(P, IN0));
+  unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
+  const i64 ins = P.op[IN0].outer.v[0] * (i64)sizeof(T);  // the rows' strides in bytes
+  const i64 outs = P.op[OUT].outer.v[0] * (i64)sizeof(T);
+  int half = 0;
+  for (i64 r = blockIdx.x; r < P.rows; r += gridDim.x, half ^= 1) {  // uniform over the block
+    const unsigned char* src = in + r * ins;
+    unsigned char* dst = out + r * outs;
+    int4 raw[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const i64 vb = (i64)(w * V * 32 + j * 32 + lane) * 16;  // in scan order
+      const int4* p = reinterpret_cast<const int4*>(src + (kRev ? rowb - 16 - vb : vb));
+      raw[j] = make_int4(0, 0, 0, 0);
+      if (vb < rowb) raw[j] = __ldcs(p);
+    }
+    S st[V][L];
+    S wcarry = op.identity();
+#pragma unroll
+    for (int j = 0; j < V; ++j) warp_vec_scan<T, A, Op, kRev>(op, raw[j], st[j], wcarry, lane);
+    if (lane == 0) warp_tot[half][w] = wcarry;
+    __syncthreads();  // this half of warp_tot is next written two rows later, past a barrier
+    S pre = op.identity();
+#pragma unroll
+    for (int h = 0; h < W; ++h)
+      if (h < w) pre = op.combine(pre, warp_tot[half][h]);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const i64 vb = (i64)(w * V * 32 + j * 32 + lane) * 16;
+      T o[L];
+#pragma unroll
+      for (int i = 0; i < L; ++i) {
+        const S inc = op.combine(pre, st[j][i]);
+        o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, inc, nullptr, A(1), 0));
+      }
+      int4 word;
+      memcpy(&word, o, 16);
+      int4* q = reinterpret_cast<int4*>(dst + (kRev ? rowb - 16 - vb : vb));
+      if (vb < rowb) __stcs(q, word);
+    }
+  }
+}
+
+template <typename T, typename A, class Op, int V>
+__device__ void scan_rowreg(const Params& P) {
+  BC_SCAN_BY_DIRECTION(scan_rowreg_dir, T, A, Op, V);
+}
+
 // ---------------------------------- the cummax/cummin backward through a ring (max_bwd_ring)
 // Contiguous rows of x, dy and dx under the ring's conditions (the host's: _kernels._max_ring),
 // walked as scan_ring walks its rows, x and dy staged (IN0 = x, IN1 = dy, OUT = dx; `reverse` and
@@ -5959,6 +6027,16 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 // Contiguous rows through a ring: at least one block an SM (96 KiB of ring; the host takes two
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
+// Contiguous rows of up to 8 or 16 KiB in registers (scan_rowreg: 2 or 4 vectors a lane), at
+// least two blocks an SM (at most 128 registers; 47-80 used on sm_90, none spilled).
+#define BC_SCAN_ROWREG_ENTRY1(name, OP, kind, V)                                       \
+  extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_##name##_##kind)( \
+      bc::scan::Params p) {                                                          \
+    bc::scan::scan_rowreg<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, V>(p);                 \
+  }
+#define BC_SCAN_ROWREG_ENTRY(name, OP)        \
+  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg2, 2) \
+  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg4, 4)
 // Few long rows in one pass (sm_90; the host launches them for no other arch), in programs
 // of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, a cooperative launch that
 // zeroes its own workspace, two blocks an SM (80 registers: ptxas counts the 352 threads as
@@ -6036,6 +6114,7 @@ BC_SCAN_SHORT_MANY_ENTRIES(sum, SumOp)
 BC_SCAN_SHORT1_MANY_ENTRY(sum, SumOp)
 BC_SCAN_RING_ENTRY(sum, SumOp)
 BC_SCAN_PAIR_ENTRY(sum, SumOp)
+BC_SCAN_ROWREG_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD)
 BC_SCAN_ENTRIES(prod, ProdOp, 4, 4)
 BC_SCAN_PIPE_ENTRY(prod, ProdOp)
@@ -6048,6 +6127,7 @@ BC_SCAN_SHORT_MANY_ENTRIES(prod, ProdOp)
 BC_SCAN_SHORT1_MANY_ENTRY(prod, ProdOp)
 BC_SCAN_RING_ENTRY(prod, ProdOp)
 BC_SCAN_PAIR_ENTRY(prod, ProdOp)
+BC_SCAN_ROWREG_ENTRY(prod, ProdOp)
 #elif defined(BC_SCAN_GROUP_SUM_LINES)  // cumsum (and its backward) over interleaved lines
 BC_SCAN_LINES_ENTRY(sum, SumOp)
 #elif defined(BC_SCAN_GROUP_PROD_LINES)

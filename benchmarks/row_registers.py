@@ -1,0 +1,116 @@
+"""Contiguous rows of more than 4 KiB and at most 16 KiB held in registers, a block a row
+(``ROWREG``, scan.cu ``scan_rowreg``), against the launch the rows take without it (the ring
+for rows of 16 KiB, warp rows below), in one process on one card with the bench's method
+(``time_us``: L2 flushed, median), the two settings alternating ``--rounds`` times (the best
+of each kept). Also a ``copy_`` of the same bytes and ``torch.cumsum``. Both settings' outputs
+are checked against the float64 reference. Prints a table, writes JSON.
+
+    python benchmarks/row_registers.py [out.json] [--rounds 2]   (on a GPU)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import numpy as np
+import torch
+from _scan_bench import launched
+
+import baracuda as bc
+from baracuda._bench import copy_bandwidth, time_us
+from baracuda.scan import _kernels as K
+from baracuda.scan import reference as R
+from baracuda.types import ScanKind
+
+DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
+# (op, dtype, rows, n, reverse)
+CASES: list[tuple[str, str, int, int, bool]] = [
+    ("cumsum", "bf16", 4096, 8192, False),
+    ("cumsum", "bf16", 4096, 8192, True),
+    ("cumprod", "bf16", 4096, 8192, False),
+    ("cumsum_backward", "bf16", 4096, 8192, False),
+    ("cumsum", "f16", 4096, 8192, False),
+    ("cumsum", "f32", 4096, 4096, False),
+    ("cumprod", "f32", 4096, 4096, False),
+    ("cumsum", "f64", 4096, 2048, False),
+    ("cumsum", "bf16", 1000, 8192, False),
+    ("cumsum", "bf16", 4096, 8000, False),
+    ("cumsum", "bf16", 16384, 8192, False),
+    ("cumsum", "bf16", 8192, 4096, False),
+    ("cumsum", "f32", 8192, 2048, False),
+    ("cumsum", "f32", 8192, 1040, False),
+]
+SETTINGS: dict[str, dict[str, Any]] = {"off": {"ROWREG": False}, "on": {"ROWREG": True}}
+
+
+def _call(op: str, x: torch.Tensor, reverse: bool) -> Any:
+    if op == "cumsum":
+        return bc.cumsum(x, 1, reverse)
+    if op == "cumprod":
+        return bc.cumprod(x, 1, reverse)
+    return bc.scan_backward(ScanKind.CUMSUM, x, axis=1, reverse=reverse)
+
+
+def _ref(op: str, x: np.ndarray, reverse: bool) -> np.ndarray:
+    if op == "cumsum_backward":
+        return R.scan_backward(ScanKind.CUMSUM, x, axis=1, reverse=reverse)
+    return R.scan(ScanKind(op), x, 1, reverse)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--rounds", type=int, default=2)
+    a = ap.parse_args()
+    dev = torch.cuda.get_device_name()
+    bw = copy_bandwidth()
+    print(f"{dev}; copy bandwidth {bw / 1e9:.0f} GB/s")
+    names = launched()
+    heads = " ".join(f"{s:>14}" for s in SETTINGS)
+    print(f"{'case':<34} {'copy_':>7} {'torch':>7} {heads}  max rel err by setting")
+    rows: list[dict[str, Any]] = []
+    g = torch.Generator(device="cuda").manual_seed(7)
+    for op, dt, r, n, rev in CASES:
+        x = torch.randn(r, n, device="cuda", dtype=DT[dt], generator=g)
+        if op == "cumprod":
+            x = 1 + x / 200
+        nbytes = x.numel() * x.element_size()
+        dst = torch.empty_like(x)
+        rec: dict[str, Any] = {"device": dev, "op": op, "dtype": dt, "shape": [r, n],
+                               "reverse": rev, "bytes_each_way": nbytes,
+                               "copy_bandwidth_GBps": bw / 1e9}  # fmt: skip
+        rec["copy_us"] = time_us(lambda: dst.copy_(x))
+        if op == "cumsum":
+            rec["torch_us"] = time_us(lambda: torch.cumsum(x, 1))
+        ref = _ref(op, x.double().cpu().numpy(), rev)
+        scale = np.abs(ref).max() + 1.0
+        times: dict[str, list[float]] = {s: [] for s in SETTINGS}
+        for _ in range(a.rounds):
+            for s, sw in SETTINGS.items():
+                for k, v in sw.items():
+                    setattr(K, k, v)
+                names.clear()
+                y = _call(op, x, rev)
+                torch.cuda.synchronize()
+                rec[f"{s}_kernel"] = names[-1].split("/")[0].split("_", 2)[-1] if names else "?"
+                err = float(np.abs(y.double().cpu().numpy() - ref).max() / scale)
+                rec[f"{s}_err"] = max(err, rec.get(f"{s}_err", 0.0))
+                times[s].append(time_us(lambda: _call(op, x, rev)))
+        for s in SETTINGS:
+            rec[f"{s}_us"] = min(times[s])
+            rec[f"{s}_all_us"] = times[s]
+        rows.append(rec)
+        label = f"{op} {dt} {r}x{n}{' rev' if rev else ''}"
+        cells = " ".join(f"{rec[f'{s}_us']:>6.1f} {rec[f'{s}_kernel'][:7]:>7}" for s in SETTINGS)
+        errs = " ".join(f"{rec[f'{s}_err']:.1e}" for s in SETTINGS)
+        print(f"{label:<34} {rec['copy_us']:>7.1f} {rec.get('torch_us', float('nan')):>7.1f} "
+              f"{cells}  {errs}", flush=True)  # fmt: skip
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
