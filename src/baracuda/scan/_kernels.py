@@ -799,21 +799,26 @@ def _ring_rows(op: str, params: Params, operands: Sequence[Slot | None], itemsiz
     lists), each allowing 16-byte vectors along a contiguous axis (``params.vec``: the
     ring's callers pass every operand as a vector slot), outer dims that coalesce to one, rows
     of at least one chunk and whole 16-byte vectors."""
-    used = [i for i, o in enumerate(operands) if o is not None]
-    rowb = params.n * itemsize
     if op in RING_FORWARD_OPS:
         ops, chunk = [IN0, OUT], RING_CHUNK
     elif op in RING_BACKWARD_OPS and _listed(RING_BACKWARD, op, itemsize):
         ops, chunk = [IN0, IN1, IN2, OUT], RING_BACKWARD_CHUNK
     else:
         return False
+    return RING_ROWS and _whole_vector_rows(params, operands, ops, itemsize) and (
+        params.n * itemsize >= chunk)  # fmt: skip
+
+
+def _whole_vector_rows(params: Params, operands: Sequence[Slot | None], ops: list[int],
+                       itemsize: int) -> bool:  # fmt: skip
+    """The ring's and the rows in registers' layout: the operands ``ops`` alone, each allowing
+    16-byte vectors along a contiguous axis (``params.vec``), outer dims that coalesce to one
+    (rows one stride apart) and rows of whole 16-byte vectors."""
     return (
-        RING_ROWS
-        and used == ops
+        [i for i, o in enumerate(operands) if o is not None] == ops
         and bool(params.vec)
         and params.outer.rank == 1
-        and rowb % 16 == 0
-        and rowb >= chunk
+        and params.n * itemsize % 16 == 0
     )
 
 
@@ -843,8 +848,7 @@ def _rowreg(op: str, params: Params, operands: Sequence[Slot | None],
     """The rowreg entry that may take the rows of ``params`` (ROWREG), or None."""
     rowb = params.n * itemsize
     if not (ROWREG and op in RING_FORWARD_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
-            and [i for i, o in enumerate(operands) if o is not None] == [IN0, OUT]
-            and bool(params.vec) and params.outer.rank == 1 and rowb % 16 == 0):  # fmt: skip
+            and _whole_vector_rows(params, operands, [IN0, OUT], itemsize)):  # fmt: skip
         return None
     return f"scan_{op}_rowreg{2 if rowb <= 8192 else 4}"
 
