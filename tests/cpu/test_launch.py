@@ -423,8 +423,11 @@ def test_ensure_current_follows_other_frameworks_on_several_devices(
     monkeypatch.setattr(device_mod, "device_count", lambda: 1)
     device_mod.ensure_current(0)
     ctx[0] = 555  # one device: the memo alone decides
+    counted: list[int] = []
+    monkeypatch.setattr(device_mod, "device_count", lambda: counted.append(1) or 1)
     device_mod.ensure_current(0)
     assert made == [0]
+    assert not counted  # no driver call at all when the device is already current
     monkeypatch.setattr(device_mod, "device_count", lambda: 2)
     monkeypatch.setattr(device_mod, "_current", threading.local())
     made.clear()

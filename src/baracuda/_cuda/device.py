@@ -66,13 +66,14 @@ def ensure_current(device_id: int) -> None:
     ``torch.cuda.device(i)`` restores the device before it on exit): one driver call there,
     none on a machine of one device."""
     if getattr(_current, "device_id", None) == device_id and (
-        device_count() < 2 or _context_now() == _contexts.get(device_id)
+        not _current.several or _context_now() == _contexts.get(device_id)
     ):
         return
     _check_id(device_id)
     core_device(device_id).set_current()
     _current.device_id = device_id
-    if device_count() > 1:
+    _current.several = device_count() > 1  # read here, not on the path above (2 driver calls)
+    if _current.several:
         _contexts[device_id] = _context_now()
 
 
