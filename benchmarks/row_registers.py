@@ -1,8 +1,10 @@
-"""Contiguous rows of more than 4 KiB and at most 16 KiB held in registers, a block a row
+"""Contiguous rows of more than 4 KiB and at most 32 KiB held in registers, a block a row
 (``ROWREG``, scan.cu ``scan_rowreg``), against the launch the rows take without it (the ring
-for rows of 16 KiB, warp rows below), in one process on one card with the bench's method
-(``time_us``: L2 flushed, median), the two settings alternating ``--rounds`` times (the best
-of each kept). Also a ``copy_`` of the same bytes and ``torch.cumsum``. Both settings' outputs
+for rows of 16 KiB or more, warp rows below), in one process on one card with the bench's
+method (``time_us``: L2 flushed, median), the settings alternating ``--rounds`` times (the
+best of each kept): ``off`` (no rows in registers), ``on`` (rows of up to 16 KiB, no L2
+prefetch) and ``l2`` (the defaults: rows of up to 32 KiB, each block asking L2 for a row
+further on). Also a ``copy_`` of the same bytes and ``torch.cumsum``. Every setting's outputs
 are checked against the float64 reference. Prints a table, writes JSON.
 
     python benchmarks/row_registers.py [out.json] [--rounds 2]   (on a GPU)
@@ -41,8 +43,19 @@ CASES: list[tuple[str, str, int, int, bool]] = [
     ("cumsum", "bf16", 8192, 4096, False),
     ("cumsum", "f32", 8192, 2048, False),
     ("cumsum", "f32", 8192, 1040, False),
+    ("cumsum", "f32", 4096, 8192, False),
+    ("cumsum", "f32", 4096, 8192, True),
+    ("cumprod", "f32", 4096, 8192, False),
+    ("cumsum_backward", "f32", 4096, 8192, False),
+    ("cumsum", "f32", 2048, 8192, False),
+    ("cumsum", "f64", 4096, 4096, False),
+    ("cumsum", "bf16", 2048, 16384, False),
 ]
-SETTINGS: dict[str, dict[str, Any]] = {"off": {"ROWREG": False}, "on": {"ROWREG": True}}
+SETTINGS: dict[str, dict[str, Any]] = {
+    "off": {"ROWREG": False},
+    "on": {"ROWREG": True, "ROWREG_PREFETCH": False, "ROWREG_MAX_BYTES": 16384},
+    "l2": {"ROWREG": True, "ROWREG_PREFETCH": True, "ROWREG_MAX_BYTES": 32768},
+}  # fmt: skip
 
 
 def _call(op: str, x: torch.Tensor, reverse: bool) -> Any:
@@ -68,7 +81,7 @@ def main() -> None:
     bw = copy_bandwidth()
     print(f"{dev}; copy bandwidth {bw / 1e9:.0f} GB/s")
     names = launched()
-    heads = " ".join(f"{s:>14}" for s in SETTINGS)
+    heads = " ".join(f"{s:>17}" for s in SETTINGS)
     print(f"{'case':<34} {'copy_':>7} {'torch':>7} {heads}  max rel err by setting")
     rows: list[dict[str, Any]] = []
     g = torch.Generator(device="cuda").manual_seed(7)
@@ -104,7 +117,7 @@ def main() -> None:
             rec[f"{s}_all_us"] = times[s]
         rows.append(rec)
         label = f"{op} {dt} {r}x{n}{' rev' if rev else ''}"
-        cells = " ".join(f"{rec[f'{s}_us']:>6.1f} {rec.get(f'{s}_kernel', '?')[:7]:>7}"
+        cells = " ".join(f"{rec[f'{s}_us']:>6.1f} {rec.get(f'{s}_kernel', '?')[:10]:>10}"
                          for s in SETTINGS)  # fmt: skip
         errs = " ".join(f"{rec[f'{s}_err']:.1e}" for s in SETTINGS)
         print(f"{label:<34} {rec['copy_us']:>7.1f} {rec.get('torch_us', float('nan')):>7.1f} "

@@ -1697,7 +1697,13 @@ _ROWREG_CASES = [
     ((8, 512, 3000), 4, None, 0, "rowreg4"),  # outer dims that coalesce
     ((300, 3000), 4, (3004, 1), 0, "rowreg4"),  # padded rows
     ((4096, 2048), 2, None, 0, None),  # 4 KiB: warp rows
-    ((4096, 8200), 2, None, 0, None),  # past 16 KiB: the ring
+    ((4096, 8200), 2, None, 0, "rowreg8"),  # 16 KiB and a vector
+    ((4096, 16392), 2, None, 0, None),  # past 32 KiB: the ring
+    ((4096, 8192), 4, None, 0, "rowreg8"),  # rows of 32 KiB
+    ((4096, 4100), 4, None, 0, "rowreg8"),  # 16 KiB and a vector
+    ((300, 2048), 8, (2050, 1), 0, "rowreg4"),  # f64 padded rows of 16 KiB
+    ((300, 3000), 8, (3002, 1), 0, "rowreg8"),  # ... of 23.4 KiB
+    ((4096, 8196), 4, None, 0, None),  # past 32 KiB
     ((4096, 3001), 4, (3004, 1), 0, None),  # rows not whole 16-byte vectors
     ((4096, 4096), 2, None, 2, None),  # misaligned
     ((2, 3, 3000), 4, (4 * 3004, 3004, 1), 0, None),  # outer dims that do not coalesce
@@ -1708,10 +1714,12 @@ _ROWREG_CASES = [
 def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
                                  strides: tuple[int, ...] | None, offset: int, kind: str | None,
                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """Contiguous cumsum/cumprod rows of more than 4 KiB and at most 16 KiB, of one stride and
-    whole 16-byte vectors, take a block a row in registers (rowreg2 up to 8 KiB, rowreg4 up to
-    16 KiB): with IN0 and OUT only, never with the switch off; one launch of a block a row, in
-    both directions."""
+    """Contiguous cumsum/cumprod rows of more than 4 KiB and at most 32 KiB, of one stride and
+    whole 16-byte vectors, take a block a row in registers
+    (rowreg2 up to 8 KiB, rowreg4 up to 16 KiB, rowreg8 up to 32 KiB): with IN0 and OUT only,
+    never with the switch off; one launch of a block a row, in both directions, whose blocks
+    ask L2 for the row as many rows on as the SMs hold blocks (ROWREG_PREFETCH; none when
+    off)."""
     from baracuda.scan import _kernels as K
 
     axis = len(shape) - 1
@@ -1729,8 +1737,19 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
     assert entry([x, None, None, y, None], "max") is None
     if kind:
         log = _LaunchLog("sm_90")
+        log.resident_of[f"scan_prod_{kind}"] = 3
         grids = _record_grids(log, monkeypatch)
-        for reverse in (False, True):
+        ahead: list[int] = []
+        real = K.__dict__["launch"]
+
+        def launch(fn: str, grid: object, block: int, smem: int, st: object, args: list[object],
+                   *a: object, **kw: object) -> None:  # fmt: skip
+            ahead.append(args[0].chunk_len)  # type: ignore[attr-defined]
+            real(fn, grid, block, smem, st, args, *a, **kw)
+
+        _patch(monkeypatch, "launch", launch)
+        for reverse, prefetch in ((False, True), (True, True), (False, False)):
+            monkeypatch.setattr(K, "ROWREG_PREFETCH", prefetch)
             log.calls.clear()
             variant = K.launch_scan(log, "prod", None, shape, axis, reverse=reverse, mode=0,  # type: ignore[arg-type]
                                     operands=[x, None, None, y, None], vec_slots=(0, 3),
@@ -1740,19 +1759,19 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
             assert variant == f"{kind}x{rows}"
             assert [c[0] for c in log.calls] == [f"scan_prod_{kind}"]
             assert grids[-1] == ((rows, 1, 1), 0)
+            assert ahead[-1] == (3 * 132 if prefetch else 0)
     monkeypatch.setattr(K, "ROWREG", False)
     assert entry([x, None, None, y, None]) is None
 
 
-def test_rows_in_registers_leave_the_ring_its_f32_cumsum(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ROWREG_RING: the f32 cumsum over rows of 16 KiB keeps the ring where the ring takes
-    them, and the f32 cumprod and the bf16 cumsum over the same rows take the registers."""
+def test_rows_in_registers_before_the_ring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of up to 32 KiB take the registers where the ring would take them too, in every
+    itemsize and for cumsum and cumprod; longer rows take the ring."""
     from baracuda.scan import _kernels as K
 
     log = _LaunchLog("sm_90")
     _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
-    assert K.ROWREG_RING == (("sum", (4,)),)
 
     def launch(op: str, n: int, itemsize: int) -> str:
         x, y = Slot(1 << 30, (n, 1)), Slot(1 << 31, (n, 1))
@@ -1761,12 +1780,15 @@ def test_rows_in_registers_leave_the_ring_its_f32_cumsum(monkeypatch: pytest.Mon
                              itemsize=itemsize, layout="rows", sm_count=132,
                              states_ptr=1 << 20)  # fmt: skip
 
+    for op in ("sum", "prod"):
+        assert launch(op, 4096, 4) == "rowreg4x4096"
+        assert launch(op, 8192, 4) == "rowreg8x4096"
+        assert launch(op, 16384, 2) == "rowreg8x4096"
+        assert launch(op, 4096, 8) == "rowreg8x4096"
+        assert launch(op, 8196, 4) == "ring264"  # past 32 KiB
+        assert launch(op, 2048, 4) == "rowreg2x4096"
+    monkeypatch.setattr(K, "ROWREG", False)
     assert launch("sum", 4096, 4) == "ring264"
-    assert launch("prod", 4096, 4) == "rowreg4x4096"
-    assert launch("sum", 8192, 2) == "rowreg4x4096"
-    assert launch("sum", 2048, 4) == "rowreg2x4096"  # 8 KiB: not the ring's
-    monkeypatch.setattr(K, "ROWREG_RING", ())
-    assert launch("sum", 4096, 4) == "rowreg4x4096"
 
 
 _RING_BACKWARD_CASES = [
@@ -1863,12 +1885,14 @@ def test_ring_grid_balances_the_slots(rows: int, per_sm: int, grid: int) -> None
 def test_ring_launch(op: str, reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Contiguous cumsum/cumprod rows of 16 KiB or more, enough of them, are one launch of two
     blocks an SM with the ring's shared memory and no workspace (both directions);
-    logcumsumexp keeps the warp rows (pipe1), and so do misaligned rows."""
+    logcumsumexp keeps the warp rows (pipe1), and so do misaligned rows. (Rows in registers
+    off: they take the f32 cumprod's rows of 32 KiB.)"""
     from baracuda.scan import _kernels as K
 
     log = _LaunchLog("sm_90")
     grids = _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 1 << 30)
+    monkeypatch.setattr(K, "ROWREG", False)
     variant = _launch_big(log, op, 1, reverse=reverse)
     if op == "lse":
         assert variant == "pipe1" and [c[0] for c in log.calls] == ["scan_lse_pipe1"]
@@ -1893,16 +1917,13 @@ def test_ring_needs_the_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     log = _LaunchLog("sm_90")
     _record_grids(log, monkeypatch)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: K.RING_SMEM - 1)
+    monkeypatch.setattr(K, "ROWREG", False)
     assert _launch_big(log, "sum", 1, itemsize=4) == "pipe1"
-    # the rows in registers need no shared memory: the ring's f32 cumsum rows of 16 KiB
-    # (ROWREG_RING) take them where the ring cannot run
+    # the rows in registers need no shared memory
+    monkeypatch.setattr(K, "ROWREG", True)
     monkeypatch.setattr(K, "_smem_room", lambda module, kernel: 0)
     log.calls.clear()
-    x = Slot(1 << 30, (4096, 1))
-    assert K.launch_scan(log, "sum", None, (4096, 4096), 1, reverse=False, mode=0,  # type: ignore[arg-type]
-                         operands=[x, None, None, Slot(1 << 31, (4096, 1)), None],
-                         vec_slots=(0, 3), itemsize=4, layout="rows", sm_count=132,
-                         states_ptr=1 << 20) == "rowreg4x4096"  # fmt: skip
+    assert _launch_big(log, "sum", 1, itemsize=4) == "rowreg8x4096"
 
 
 def test_host_mirrors_of_the_kernel_constants() -> None:
@@ -1937,7 +1958,8 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     # the rows in registers: rowregV holds V 16-byte vectors a lane of a 256-thread block
     kinds = dict(re.findall(r"BC_SCAN_ROWREG_ENTRY1\(name, OP, (rowreg\d), (\d)\)", text))
     assert set(kinds) == set(K.ROWREG_KINDS)
-    assert 16 * K.BLOCK * int(kinds["rowreg4"]) == K.ROWREG_MAX_BYTES
+    assert 16 * K.BLOCK * int(kinds["rowreg8"]) == K.ROWREG_MAX_BYTES
+    assert 16 * K.BLOCK * int(kinds["rowreg4"]) == 16384  # _rowreg's rowreg4 bound
     assert 16 * K.BLOCK * int(kinds["rowreg2"]) == 8192  # _rowreg's rowreg2 bound
     assert "kRingStagesOf = kRingStages * kRingChunk / (NIN * CH);" in text
     assert "template <int NIN, int CH = kRingChunkOf<NIN>>" in text

@@ -303,9 +303,11 @@ def test_lookback_radix_levels(kind: ScanKind, element: ElementKind,
 def test_lookback_rows(kind: ScanKind, element: ElementKind, case: tuple[tuple[int, ...], int],
                        on: bool, monkeypatch: Any) -> None:  # fmt: skip
     """Contiguous rows too few to fill the GPU: look-back tiles (LOOKBACK_ROWS and
-    LOOKBACK_FLAGGED on) or the three passes (off, the defaults)."""
+    LOOKBACK_FLAGGED on) or the three passes (off, the defaults); rows in registers off (they
+    take the rows of 16 KiB and more, up to 32 KiB)."""
     from baracuda.scan import _kernels as K
 
+    monkeypatch.setattr(K, "ROWREG", False)
     monkeypatch.setattr(K, "LOOKBACK_ROWS", on)
     monkeypatch.setattr(K, "LOOKBACK_FLAGGED", on)
     monkeypatch.setattr(K, "COOP_ROWS", False)
@@ -2586,6 +2588,7 @@ def _rowreg_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, 
     def make(shape: tuple[int, ...]) -> Any:
         return torch.from_numpy(make_input(kind, shape, next(seeds))).to("cuda", dt)
 
+    r8 = f"scan_{op}_rowreg8"
     cases: list[tuple[str, Any, str | None]] = [
         ("4 KiB and a vector", make((7, 4 * kib + lanes)), f"scan_{op}_rowreg2"),
         ("8 KiB", make((9, 8 * kib)), f"scan_{op}_rowreg2"),
@@ -2594,11 +2597,21 @@ def _rowreg_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, 
         ("16 KiB, few rows", make((3, 16 * kib)), f"scan_{op}_rowreg4"),  # no ring: too few
         ("rank 3", make((2, 3, 12 * kib + 3 * lanes)), f"scan_{op}_rowreg4"),
         ("4 KiB", make((6, 4 * kib)), None),
-        ("16 KiB and a vector", make((4, 16 * kib + lanes)), None),
+        ("16 KiB and a vector", make((4, 16 * kib + lanes)), r8),
+        ("32 KiB, few rows", make((3, 32 * kib)), r8),
+        ("24 KiB less a vector", make((70, 24 * kib - lanes)), r8),
+        ("32 KiB and a vector", make((4, 32 * kib + lanes)), None),
         ("not whole vectors", make((3, 10 * kib + 1)), None),
+        # more rows than the SMs hold blocks: each block asks L2 for a row further on
+        ("many rows of 2 vectors a lane", make((1500, 6 * kib)), f"scan_{op}_rowreg2"),
+        ("many rows of 4 vectors a lane", make((1100, 14 * kib + lanes)), f"scan_{op}_rowreg4"),
+        ("many rows of 8 vectors a lane", make((700, 20 * kib)), r8),
     ]
     wide = make((4, 16 * kib))
     cases.append(("padded rows", wide[:, : 10 * kib + lanes], f"scan_{op}_rowreg4"))
+    tall = make((1300, 16 * kib))
+    cases.append(("many padded rows", tall[:, : 12 * kib], f"scan_{op}_rowreg4"))
+    cases.append(("every other row", tall[::2, : 8 * kib + lanes], f"scan_{op}_rowreg4"))
     cut = make((2, 4, 6 * kib))
     cases.append(("outer dims that do not coalesce", cut[:, :3], None))
     flat = make((3 * 6 * kib + 1,))
@@ -2609,13 +2622,14 @@ def _rowreg_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, 
 @pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
-    """Contiguous rows of more than 4 KiB and at most 16 KiB held in registers, a block a row
-    (ROWREG, scan_rowreg): rows of 2 and 4 vectors a lane, whole and with fewer vectors, few
-    and many rows, a rank-3 tensor, padded rows; both directions, forward and backward (the
+    """Contiguous rows of more than 4 KiB and at most 32 KiB held in registers, a block a row
+    (ROWREG, scan_rowreg): rows of 2, 4 and 8 vectors a lane, whole and with fewer vectors, few
+    rows and more rows than the SMs hold blocks (each block asks L2 for a row further on:
+    ROWREG_PREFETCH), a rank-3 tensor, padded rows; both directions, forward and backward (the
     cumsum backward is a reverse cumsum of dy: rowreg too), on poisoned outputs against the
     float64 reference, bit for bit repeatable, and within rounding of the same launch without
-    ROWREG; and layouts that must not take it. The ring keeps the rows of ROWREG_RING where it
-    takes them (f32 cumsum over 4096 x 4096)."""
+    ROWREG; and layouts that must not take it. Rows of 16 and 32 KiB take the registers where
+    the ring would take them too, longer ones the ring."""
     from baracuda.scan import _kernels as K
 
     assert K.ROWREG
@@ -2639,15 +2653,16 @@ def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatc
                 monkeypatch.setattr(K, "ROWREG", True)
                 assert not any("rowreg" in k for k in seen), seen
                 assert_close(y, _np64(y_plain), element, scale=sc, what=f"{label} vs without")
-    # the (op, itemsize) pairs of ROWREG_RING keep the ring where it takes the rows
-    x = torch.from_numpy(make_input(kind, (4096, 16384 // element.itemsize), 171)).to(
-        "cuda", torch_dtype(element))  # fmt: skip
-    seen.clear()
-    y, _ = run_forward(kind, x, -1, False)
-    ring = K._listed(K.ROWREG_RING, _op_of(kind), element.itemsize)
-    assert seen == [f"scan_{_op_of(kind)}_{'ring' if ring else 'rowreg4'}"], seen
-    assert_close(y, R.scan(kind, _np64(x), -1, False), element,
-                 scale=scale_of(kind, x.shape[-1]), what="4096 rows of 16 KiB")  # fmt: skip
+    lanes = 16 // element.itemsize
+    for kib, kernel in ((16, "rowreg4"), (32, "rowreg8"), (32 + 16 / 1024, "ring")):
+        n = int(kib * 1024) // element.itemsize
+        x = torch.from_numpy(make_input(kind, (1200, n), 171)).to("cuda", torch_dtype(element))
+        assert n % lanes == 0
+        seen.clear()
+        y, _ = run_forward(kind, x, -1, False)
+        assert seen == [f"scan_{_op_of(kind)}_{kernel}"], seen
+        assert_close(y, R.scan(kind, _np64(x), -1, False), element,
+                     scale=scale_of(kind, n), what=f"1200 rows of {kib} KiB")  # fmt: skip
 
 
 def _ring_backward_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, bool]]:
@@ -2765,8 +2780,8 @@ def test_ring_backward_on_the_benchmark_shape(kind: ScanKind, element: ElementKi
 
 @pytest.mark.parametrize("element", [ElementKind.F32, ElementKind.BF16], ids=lambda e: e.value)
 def test_ring_on_the_benchmark_shapes(element: ElementKind, monkeypatch: Any) -> None:
-    """cumsum over 4096 x 8192 and 1024 x 32768 along dim 1 takes the ring (bf16 4096 x 8192:
-    rows in registers) at the default thresholds, matches the float64 reference in both
+    """cumsum over 4096 x 8192 and 1024 x 32768 along dim 1 takes the ring (rows of up to 32
+    KiB: rows in registers) at the default thresholds, matches the float64 reference in both
     directions, and so does its backward; CuPy and JAX arrays through the functional API
     too."""
     from baracuda.scan import _kernels as K
@@ -2776,12 +2791,14 @@ def test_ring_on_the_benchmark_shapes(element: ElementKind, monkeypatch: Any) ->
         x64 = make_input(ScanKind.CUMSUM, shape, 61)
         x = torch.from_numpy(x64).to("cuda", torch_dtype(element))
         # rows of up to 16 KiB (bf16 4096 x 8192) are held in registers (ROWREG)
-        rowreg = K.ROWREG and shape[1] * element.itemsize <= K.ROWREG_MAX_BYTES
+        rowb = shape[1] * element.itemsize
+        kernel = ("ring" if not K.ROWREG or rowb > K.ROWREG_MAX_BYTES
+                  else "rowreg4" if rowb <= 16384 else "rowreg8")  # fmt: skip
         for reverse in (False, True):
             seen.clear()
             check_op(ScanKind.CUMSUM, element, x, 1, reverse, f"{shape} dim 1 rev={reverse}")
             if K.RING_ROWS:
-                assert seen == [f"scan_sum_{'rowreg4' if rowreg else 'ring'}"] * 2, seen
+                assert seen == [f"scan_sum_{kernel}"] * 2, seen
     cupy = pytest.importorskip("cupy")
     xc = cupy.asarray(make_input(ScanKind.CUMPROD, (300, 8192), 62), dtype=cupy.float32)
     monkeypatch.setattr(K, "RING_MIN_BALANCE", 0.0)

@@ -822,41 +822,47 @@ def _whole_vector_rows(params: Params, operands: Sequence[Slot | None], ops: lis
     )
 
 
-# Switch: contiguous rows of more than 4 KiB and at most 16 KiB of cumsum and cumprod (and so
+# Switch: contiguous rows of more than 4 KiB and at most 32 KiB of cumsum and cumprod (and so
 # the cumsum backward), under the ring's conditions otherwise (``_ring_rows``: one input, rows
 # one stride apart, whole 16-byte vectors), take a block a row held in registers (scan.cu,
-# scan_rowreg: rowreg2 / rowreg4 for rows of up to 8 / 16 KiB): no shared-memory stage,
-# every load of a row in flight at once. Except the (op, itemsizes) of ROWREG_RING, which keep
-# the ring where it takes the rows. On an H200 (docs/benchmarks.md, round 64), against the
-# ring (16 KiB rows) or warp rows (pipe1, shorter), µs: bf16 cumsum 4096 x 8192 39.2 -> 37.6,
-# its backward 39.3 -> 37.5, cumprod 38.8 -> 38.1, 4096 x 8000 41.2 -> 37.0, 8192 x 4096
-# 40.3 -> 37.8; f32 cumprod 4096 x 4096 40.0 -> 37.6, f32 cumsum 8192 x 2048 40.2 -> 38.6;
-# but f32 cumsum 4096 x 4096 38.2 -> 38.3 (38.5 -> 39.4 in another run: ROWREG_RING), and in
-# that run rows of 4 KiB or less, a vector a lane: bf16 16384 x 2048 40.0 -> 43.3, 65536 x
-# 1024 75.7 -> 118.8. A grid of twice the blocks an SM holds, each taking every grid-th row,
-# was slower on every 16 KiB case (bf16 cumsum 41.8 us with streaming loads, 39.2 read-only,
-# against 38.2). Read at each launch.
+# scan_rowreg: rowreg2 / rowreg4 / rowreg8 for rows of up to 8 / 16 / 32 KiB): no
+# shared-memory stage, every load of a row in flight at once. ROWREG_PREFETCH: each block
+# asks L2 for the row as many rows on as the SMs hold blocks (sm_90). On an H200
+# (docs/benchmarks.md, rounds 64-65), µs, the ring (rows of 16 KiB or more) or warp rows
+# (pipe1, shorter) -> registers without the prefetch (round 64, rows of up to 16 KiB) -> with
+# it: bf16 cumsum 4096 x 8192 39.5 -> 38.2 -> 37.0, its backward 39.5 -> 38.3 -> 37.0, f32
+# cumsum 4096 x 4096 38.6 -> 38.5 -> 37.2, f32 cumprod 4096 x 4096 40.3 -> 37.2; rows of 32
+# KiB (ring -> rowreg8 with the prefetch): f32 cumsum 4096 x 8192 74.0 -> 69.0, f32 cumprod
+# 75.7 -> 69.5, f64 cumsum 4096 x 4096 75.2 -> 68.8, bf16 cumsum 2048 x 16384 40.3 -> 37.2;
+# bf16 1000 x 8192 12.7 (ring) -> 13.1 -> 12.5. Rows of 4 KiB or less, a vector a lane, were
+# slower (round 64: bf16 16384 x 2048 40.0 -> 43.3, 65536 x 1024 75.7 -> 118.8), and so was a
+# grid of twice the blocks an SM holds, each taking every grid-th row (bf16 cumsum 41.8 us
+# with streaming loads, 39.2 read-only, against 38.2). Read at each launch.
 ROWREG = True
+ROWREG_PREFETCH = True
 ROWREG_MIN_BYTES = 4096 + 16
-ROWREG_MAX_BYTES = 16384  # rowreg4: 4 vectors a lane, 256 lanes
-ROWREG_RING: tuple[tuple[str, tuple[int, ...]], ...] = (("sum", (4,)),)
-ROWREG_KINDS = ("rowreg2", "rowreg4")
+ROWREG_MAX_BYTES = 32768  # rowreg8: 8 vectors a lane, 256 lanes
+ROWREG_KINDS = ("rowreg2", "rowreg4", "rowreg8")
 
 
 def _rowreg(op: str, params: Params, operands: Sequence[Slot | None],
             itemsize: int) -> str | None:  # fmt: skip
-    """The rowreg entry that may take the rows of ``params`` (ROWREG), or None."""
+    """The rowreg entry that takes the rows of ``params`` (ROWREG), or None."""
     rowb = params.n * itemsize
     if not (ROWREG and op in RING_FORWARD_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
             and _whole_vector_rows(params, operands, [IN0, OUT], itemsize)):  # fmt: skip
         return None
-    return f"scan_{op}_rowreg{2 if rowb <= 8192 else 4}"
+    return f"scan_{op}_rowreg{2 if rowb <= 8192 else 4 if rowb <= 16384 else 8}"
 
 
 def _launch_rowreg(module: LoadedModule, kernel: str, rows: int, stream: Stream,
-                   params: Params, rec: Recorder | None) -> str:  # fmt: skip
-    """Enqueues ``kernel`` (a rowreg entry) over ``rows`` rows, a block a row; its variant."""
+                   params: Params, sm_count: int, rec: Recorder | None) -> str:  # fmt: skip
+    """Enqueues ``kernel`` (a rowreg entry) over ``rows`` rows, a block a row; its variant.
+    With ROWREG_PREFETCH, a block asks L2 for the row as many rows on as the SMs hold blocks
+    (``params.chunk_len``; where there are fewer rows, none is asked for)."""
     grid = min(rows, 2**31 - 1)
+    ahead = module.resident_blocks(kernel, BLOCK) * sm_count if ROWREG_PREFETCH else 0
+    params.chunk_len = ahead
     _enqueue(rec, module.function(kernel), (grid, 1, 1), BLOCK, 0, stream, params, kernel)
     return f"{kernel.rsplit('_', 1)[1]}x{grid}"
 
@@ -1647,7 +1653,7 @@ _SWITCHES = (
     "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
     "SHORT_MAX", "SHORT_GRID_PER_SM", "ROWREG", "ROWREG_MIN_BYTES", "ROWREG_MAX_BYTES",
-    "ROWREG_RING",
+    "ROWREG_PREFETCH",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1841,11 +1847,10 @@ def launch_scan(
             _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), threads, smem, stream,
                      params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
-    ring = _ring_rows(op, params, operands, itemsize)
     rowreg = _rowreg(op, params, operands, itemsize)
-    if rowreg is not None and not (ring and _listed(ROWREG_RING, op, itemsize)):
-        return _launch_rowreg(module, rowreg, rows, stream, params, rec)
-    if ring:
+    if rowreg is not None:
+        return _launch_rowreg(module, rowreg, rows, stream, params, sm_count, rec)
+    if _ring_rows(op, params, operands, itemsize):
         kernel = f"scan_{op}_ring"
         if _smem_room(module, kernel) >= RING_SMEM:
             per_sm = min(RING_BLOCKS_PER_SM, module.resident_blocks(kernel, BLOCK, RING_SMEM))
@@ -1854,8 +1859,6 @@ def launch_scan(
                 _enqueue(rec, module.function(kernel, RING_SMEM), (grid, 1, 1), BLOCK,
                          RING_SMEM, stream, params, kernel)  # fmt: skip
                 return f"ring{grid}"
-    if rowreg is not None:  # ROWREG_RING's rows that the ring did not take
-        return _launch_rowreg(module, rowreg, rows, stream, params, rec)
     # interleaved lines, one run of memory: the cooperative kernel's split of them (g lines)
     lg, lcoop = 0, None
     if lines is not None and layout == "cols" and op in LINES_OPS:

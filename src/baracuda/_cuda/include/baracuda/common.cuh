@@ -36,6 +36,14 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// Asks L2 for `bytes` (a multiple of 16) from the 16-byte aligned `p` on, one bulk prefetch
+// (cp.async.bulk.prefetch.L2, sm_90); before sm_90, nothing.
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 // 16 bytes from global to shared memory without passing through registers (cp.async,
 // sm_80+). cp_async16_fill copies `bytes` (0 or 16) and zero-fills the rest of the 16.
 // cp_async_commit() closes this thread's group of copies; cp_async_wait<N>() returns once
