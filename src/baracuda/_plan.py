@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from baracuda._cuda.compiler import KernelSource
-from baracuda._cuda.device import ensure_current
+from baracuda._cuda.device import ensure_current, keeps_context
 from baracuda._cuda.driver import check, device_count, driver
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule, load_module
@@ -184,6 +184,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
         return dev
 
     # -- the contract ---------------------------------------------------------------------
+    @keeps_context
     def can_implement(self, args: A) -> None:
         """Raise a typed error if ``args`` cannot be run by this plan; return None if they can."""
         self._bind(args, self._stream)
@@ -198,6 +199,7 @@ class Plan(abc.ABC, Generic[D, A, V]):
     def precision_guarantee(self) -> PrecisionGuarantee:
         return self.sku().precision_guarantee
 
+    @keeps_context
     def run(self, stream: object, workspace: Workspace, args: A) -> None:
         """Validate ``args`` and enqueue the kernel(s) on ``stream``: no sync, no allocation.
 

@@ -440,3 +440,81 @@ def test_ensure_current_follows_other_frameworks_on_several_devices(
     device_mod.ensure_current(0)
     device_mod.ensure_current(0)
     assert made == [1, 1, 0] and device_mod._contexts == {1: 101, 0: 100}
+
+
+def test_entry_points_give_the_caller_its_context_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine of several devices a public entry point (``keeps_context``) that made
+    another device's context current makes the caller's current again on return, also when
+    it raised, and with no context at all where the caller had none; nested entry points
+    leave it to the outermost. On one device nothing is set back (no driver call)."""
+    import threading
+    import types
+
+    from baracuda._cuda import device as device_mod
+
+    ctx = [100]  # the caller's: device 0's
+    made: list[int] = []
+    sets: list[int] = []
+
+    class FakeDevice:
+        def __init__(self, i: int) -> None:
+            self.i = i
+
+        def set_current(self) -> None:
+            made.append(self.i)
+            ctx[0] = 100 + self.i
+
+    def set_ctx(c: int) -> tuple[int]:
+        sets.append(c)
+        ctx[0] = c
+        return (0,)
+
+    fake = types.SimpleNamespace(cuCtxGetCurrent=lambda: (0, ctx[0]), cuCtxSetCurrent=set_ctx,
+                                 CUcontext=int)  # fmt: skip
+    monkeypatch.setattr(device_mod, "driver", lambda: fake)
+    monkeypatch.setattr(device_mod, "core_device", FakeDevice)
+    monkeypatch.setattr(device_mod, "_check_id", lambda i: None)
+    monkeypatch.setattr(device_mod, "_current", threading.local())
+    monkeypatch.setattr(device_mod, "_contexts", {})
+    monkeypatch.setattr(device_mod, "_one_device", False)
+    monkeypatch.setattr(device_mod, "device_count", lambda: 2)
+    seen: list[int] = []
+
+    @device_mod.keeps_context
+    def run(d: int) -> int:
+        device_mod.ensure_current(d)
+        seen.append(ctx[0])
+        return d
+
+    @device_mod.keeps_context
+    def outer() -> None:
+        run(1)
+        assert ctx[0] == 101  # the inner entry point left it to this one
+        run(0)
+        run(1)
+
+    @device_mod.keeps_context
+    def boom() -> None:
+        device_mod.ensure_current(1)
+        raise ValueError("in the run")
+
+    assert run(1) == 1 and seen == [101] and ctx[0] == 100 and sets == [100]
+    assert run(1) == 1 and ctx[0] == 100 and made == [1, 1]  # made current again, given back
+    assert run(0) == 0 and ctx[0] == 100  # the caller's device: nothing to give back
+    sets.clear()
+    outer()
+    assert seen[-3:] == [101, 100, 101] and ctx[0] == 100 and sets == [100]
+    with pytest.raises(ValueError, match="in the run"):
+        boom()
+    assert ctx[0] == 100
+    ctx[0] = 0  # a thread with no context current
+    run(1)
+    assert ctx[0] == 0
+    # one device: the primary context is every run's; nothing is given back
+    monkeypatch.setattr(device_mod, "device_count", lambda: 1)
+    monkeypatch.setattr(device_mod, "_current", threading.local())
+    sets.clear()
+    ctx[0] = 555
+    run(0)
+    run(0)
+    assert device_mod._one_device and sets == [] and ctx[0] == 100

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from baracuda._cuda.device import keeps_context
 from baracuda._cuda.stream import Stream
 from baracuda._cuda.view import view_of
 from baracuda.errors import InvalidProblem
@@ -69,6 +70,7 @@ class Workspace:
         return cls(view.ptr, view.size * view.itemsize, view.device_id, owner=view.owner)
 
     @classmethod
+    @keeps_context
     def allocate(cls, nbytes: int, stream: Stream, device_id: int | None = None) -> Workspace:
         """Allocate ``nbytes`` from the device's stream-ordered memory pool on ``stream``."""
         from baracuda._cuda.device import core_device

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from baracuda._cuda.device import keeps_context
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.replay import capturing
 from baracuda._functional import (
@@ -37,6 +38,7 @@ _NO_WORKSPACE = Workspace.none()
 _BOUND = BoundCalls()
 
 
+@keeps_context
 def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     """Linear interpolation ``a + weight * (b - a)`` with a scalar weight.
 
@@ -79,6 +81,7 @@ def lerp(a: Any, b: Any, weight: float, *, stream: object = None) -> Any:
     return finish(out)
 
 
+@keeps_context
 def lerp_backward(dy: Any, weight: float, *, stream: object = None) -> tuple[Any, Any]:
     """Gradients of ``lerp`` with respect to ``a`` and ``b``: ``((1 - w) dy, w dy)``.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from baracuda._cuda.compiler import KernelSource, register_source
+from baracuda._cuda.device import keeps_context
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
@@ -103,6 +104,7 @@ class BinaryParamPlan(Plan[BinaryParamDescriptor, BinaryParamArgs, tuple[TensorV
                                              unroll=FWD_UNROLL)  # fmt: skip
 
     @classmethod
+    @keeps_context
     def select(cls, stream: object, desc: BinaryParamDescriptor,
                pref: PlanPreference | None = None) -> BinaryParamPlan:  # fmt: skip
         check_binary_param(cls.NAME, desc.kind, desc.shape, desc.element, desc.weight)

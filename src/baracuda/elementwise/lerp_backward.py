@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from baracuda._cuda.device import keeps_context
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
@@ -78,6 +79,7 @@ class BinaryParamBackwardPlan(
             vec="lerp_bwd_vec4" if small else "lerp_bwd_vec")  # fmt: skip
 
     @classmethod
+    @keeps_context
     def select(cls, stream: object, desc: BinaryParamBackwardDescriptor,
                pref: PlanPreference | None = None) -> BinaryParamBackwardPlan:  # fmt: skip
         check_binary_param(cls.NAME, desc.kind, desc.shape, desc.element, desc.weight)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from baracuda._cuda.device import keeps_context
 from baracuda._cuda.replay import capturing
 from baracuda._functional import (
     BoundCalls,
@@ -133,19 +134,23 @@ _DOC = """
     """
 
 
+@keeps_context
 def cumsum(x: Any, axis: int = -1, reverse: bool = False, *, stream: object = None) -> Any:
     return _forward(ScanKind.CUMSUM, x, axis, reverse, TieBreak.FIRST, stream)
 
 
+@keeps_context
 def cumprod(x: Any, axis: int = -1, reverse: bool = False, *, stream: object = None) -> Any:
     return _forward(ScanKind.CUMPROD, x, axis, reverse, TieBreak.FIRST, stream)
 
 
+@keeps_context
 def logcumsumexp(x: Any, axis: int = -1, reverse: bool = False, *,
                  stream: object = None) -> Any:  # fmt: skip
     return _forward(ScanKind.LOGCUMSUMEXP, x, axis, reverse, TieBreak.FIRST, stream)
 
 
+@keeps_context
 def cummax(x: Any, axis: int = -1, reverse: bool = False, *, tie_break: object = "first",
            stream: object = None) -> tuple[Any, Any]:  # fmt: skip
     out: tuple[Any, Any] = _forward(ScanKind.CUMMAX, x, axis, reverse,
@@ -153,6 +158,7 @@ def cummax(x: Any, axis: int = -1, reverse: bool = False, *, tie_break: object =
     return out
 
 
+@keeps_context
 def cummin(x: Any, axis: int = -1, reverse: bool = False, *, tie_break: object = "first",
            stream: object = None) -> tuple[Any, Any]:  # fmt: skip
     out: tuple[Any, Any] = _forward(ScanKind.CUMMIN, x, axis, reverse,
@@ -174,6 +180,7 @@ cummax.__doc__ = (
 cummin.__doc__ = (cummax.__doc__ or "").replace("maximum", "minimum").replace("cummax", "cummin")
 
 
+@keeps_context
 def scan_backward(kind: object, dy: Any, *, x: Any = None, y: Any = None, axis: int = -1,
                   reverse: bool = False, tie_break: object = "first",
                   stream: object = None) -> Any:  # fmt: skip

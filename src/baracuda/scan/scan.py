@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from baracuda._cuda.device import device_info
+from baracuda._cuda.device import device_info, keeps_context
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
@@ -151,6 +151,7 @@ class ScanPlanBase(Plan[DS, AS, VS]):
         self._launches = LaunchCache()  # what each call enqueues, by layout
 
     @classmethod
+    @keeps_context
     def select(cls: type[PS], stream: object, desc: _ScanFields,
                pref: PlanPreference | None = None) -> PS:  # fmt: skip
         axis = check_scan(cls.NAME, desc.kind, desc.shape, desc.axis, desc.element,

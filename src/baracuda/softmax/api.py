@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from baracuda._cuda.device import keeps_context
 from baracuda._cuda.replay import capturing
 from baracuda._functional import (
     BoundCalls,
@@ -36,6 +37,7 @@ __all__ = ["sparsemax", "sparsemax_backward"]
 _BOUND = BoundCalls()
 
 
+@keeps_context
 def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     """Sparsemax along ``axis``: the Euclidean projection of each row onto the simplex.
 
@@ -86,6 +88,7 @@ def sparsemax(x: Any, axis: int = -1, *, stream: object = None) -> Any:
     return finish(out)
 
 
+@keeps_context
 def sparsemax_backward(dy: Any, y: Any, axis: int = -1, *, stream: object = None) -> Any:
     """Gradient of ``sparsemax`` with respect to its input, from the saved output ``y``.
 

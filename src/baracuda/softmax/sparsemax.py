@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from baracuda._cuda.device import device_info
+from baracuda._cuda.device import device_info, keeps_context
 from baracuda._cuda.memory import Workspace
 from baracuda._cuda.module import LoadedModule
 from baracuda._cuda.stream import Stream
@@ -106,6 +106,7 @@ class SparsemaxPlanBase(Plan[DS, AS, tuple[TensorView, ...]]):
         raise NotImplementedError
 
     @classmethod
+    @keeps_context
     def select(cls: type[PS], stream: object, desc: _SparsemaxFields,
                pref: PlanPreference | None = None) -> PS:  # fmt: skip
         axis = check_sparsemax(cls.NAME, desc.input_shape, desc.axis, desc.element)
