@@ -391,20 +391,20 @@ def test_arrays_are_held_until_their_kernels_completed(monkeypatch: pytest.Monke
     assert retain.held() == 0 and we() is None
 
 
-def test_ensure_current_follows_other_frameworks_on_several_devices(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``ensure_current`` remembers the device made current a thread. With one device that is
-    all (no driver call when it is already current); with several, the driver's current
-    context is compared too, so a device another framework made current since (a
-    ``torch.cuda.device(i)`` block's exit) is replaced by the one asked for."""
+def _fake_contexts(monkeypatch: pytest.MonkeyPatch,
+                   first: int) -> tuple[list[int], list[int], list[int]]:  # fmt: skip
+    """A driver and devices of fakes for ``baracuda._cuda.device``: device i's primary
+    context is the handle 100 + i. Returns the thread's current context (starting at
+    ``first``), the devices made current (``set_current``) and the contexts set back
+    (``cuCtxSetCurrent``), each a list the fakes update."""
     import threading
     import types
 
     from baracuda._cuda import device as device_mod
 
-    ctx = [0]
+    ctx = [first]
     made: list[int] = []
+    sets: list[int] = []
 
     class FakeDevice:
         def __init__(self, i: int) -> None:
@@ -414,12 +414,34 @@ def test_ensure_current_follows_other_frameworks_on_several_devices(
             made.append(self.i)
             ctx[0] = 100 + self.i
 
-    fake = types.SimpleNamespace(cuCtxGetCurrent=lambda: (0, ctx[0]))
+    def set_ctx(c: int) -> tuple[int]:
+        sets.append(c)
+        ctx[0] = c
+        return (0,)
+
+    fake = types.SimpleNamespace(cuCtxGetCurrent=lambda: (0, ctx[0]), cuCtxSetCurrent=set_ctx,
+                                 CUcontext=int)  # fmt: skip
     monkeypatch.setattr(device_mod, "driver", lambda: fake)
     monkeypatch.setattr(device_mod, "core_device", FakeDevice)
     monkeypatch.setattr(device_mod, "_check_id", lambda i: None)
     monkeypatch.setattr(device_mod, "_current", threading.local())
     monkeypatch.setattr(device_mod, "_contexts", {})
+    monkeypatch.setattr(device_mod, "_one_device", False)
+    return ctx, made, sets
+
+
+def test_ensure_current_follows_other_frameworks_on_several_devices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ensure_current`` remembers the device made current a thread. With one device that is
+    all (no driver call when it is already current); with several, the driver's current
+    context is compared too, so a device another framework made current since (a
+    ``torch.cuda.device(i)`` block's exit) is replaced by the one asked for."""
+    import threading
+
+    from baracuda._cuda import device as device_mod
+
+    ctx, made, _ = _fake_contexts(monkeypatch, 0)
     monkeypatch.setattr(device_mod, "device_count", lambda: 1)
     device_mod.ensure_current(0)
     ctx[0] = 555  # one device: the memo alone decides
@@ -448,35 +470,10 @@ def test_entry_points_give_the_caller_its_context_back(monkeypatch: pytest.Monke
     it raised, and with no context at all where the caller had none; nested entry points
     leave it to the outermost. On one device nothing is set back (no driver call)."""
     import threading
-    import types
 
     from baracuda._cuda import device as device_mod
 
-    ctx = [100]  # the caller's: device 0's
-    made: list[int] = []
-    sets: list[int] = []
-
-    class FakeDevice:
-        def __init__(self, i: int) -> None:
-            self.i = i
-
-        def set_current(self) -> None:
-            made.append(self.i)
-            ctx[0] = 100 + self.i
-
-    def set_ctx(c: int) -> tuple[int]:
-        sets.append(c)
-        ctx[0] = c
-        return (0,)
-
-    fake = types.SimpleNamespace(cuCtxGetCurrent=lambda: (0, ctx[0]), cuCtxSetCurrent=set_ctx,
-                                 CUcontext=int)  # fmt: skip
-    monkeypatch.setattr(device_mod, "driver", lambda: fake)
-    monkeypatch.setattr(device_mod, "core_device", FakeDevice)
-    monkeypatch.setattr(device_mod, "_check_id", lambda i: None)
-    monkeypatch.setattr(device_mod, "_current", threading.local())
-    monkeypatch.setattr(device_mod, "_contexts", {})
-    monkeypatch.setattr(device_mod, "_one_device", False)
+    ctx, made, sets = _fake_contexts(monkeypatch, 100)  # the caller's: device 0's
     monkeypatch.setattr(device_mod, "device_count", lambda: 2)
     seen: list[int] = []
 
