@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from baracuda._cuda.driver import device_count, driver
+from baracuda._cuda.driver import check, device_count, driver
 from baracuda.errors import InvalidProblem, Unsupported
 
 __all__ = ["DeviceInfo", "device_info", "ensure_current", "keeps_context", "core_device"]
@@ -59,7 +59,7 @@ def device_info(device_id: int) -> DeviceInfo:
 _current = threading.local()
 _contexts: dict[int, int] = {}  # device -> its primary context's handle (machines of 2+ GPUs)
 _NO_CONTEXT = -1  # _current.restore: nothing to restore
-_one_device = False  # known to be a machine of one device (set by ensure_current)
+_one_device = False  # known to be a machine of one device (set by ensure_current, with the memo)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -76,7 +76,7 @@ def ensure_current(device_id: int) -> None:
     global _one_device
     now = _NO_CONTEXT
     if getattr(_current, "device_id", None) == device_id:
-        if not _current.several:
+        if _one_device:  # known once a thread has a memo
             return
         now = _context_now()
         if now == _contexts.get(device_id):
@@ -88,8 +88,7 @@ def ensure_current(device_id: int) -> None:
         _current.restore = _context_now() if now == _NO_CONTEXT else now  # the caller's
     core_device(device_id).set_current()
     _current.device_id = device_id
-    _current.several = several  # read here, not on the path above (2 driver calls)
-    _one_device = not several
+    _one_device = not several  # read here, not on the path above (2 driver calls)
     if several:
         _contexts[device_id] = _context_now()
 
@@ -122,8 +121,6 @@ def keeps_context(fn: Callable[P, R]) -> Callable[P, R]:
 
 def _set_context(ctx: int) -> None:
     """Make the context of handle ``ctx`` current on this thread (0: none)."""
-    from baracuda._cuda.driver import check
-
     drv = driver()
     check(drv.cuCtxSetCurrent(drv.CUcontext(ctx)), "cuCtxSetCurrent")
 
