@@ -515,3 +515,43 @@ def test_entry_points_give_the_caller_its_context_back(monkeypatch: pytest.Monke
     run(0)
     run(0)
     assert device_mod._one_device and sets == [] and ctx[0] == 100
+
+
+def test_every_public_entry_point_keeps_the_callers_context() -> None:
+    """Every public entry point is wrapped in ``keeps_context`` (the functional ops, each
+    plan family's ``select``, ``Plan.run`` and ``can_implement``, ``Workspace.allocate``):
+    the decorator sits on each family's ``select``, so a family added later without it
+    fails here, not on a machine of two GPUs."""
+    import types
+
+    import baracuda as bc
+    from baracuda._cuda import device as device_mod
+    from baracuda._plan import Plan
+    from baracuda._registry import import_families
+
+    import_families()
+    wrapped = device_mod.keeps_context(lambda: None).__code__
+
+    def keeps(fn: object) -> bool:
+        if isinstance(fn, classmethod | staticmethod):
+            fn = fn.__func__
+        return isinstance(fn, types.FunctionType) and fn.__code__ is wrapped
+
+    ops = [n for n in bc.__all__ if isinstance(getattr(bc, n), types.FunctionType)
+           and getattr(bc, n).__module__.endswith(".api")]  # fmt: skip
+    assert len(ops) == 10, ops
+    assert [n for n in ops if not keeps(getattr(bc, n))] == []
+    assert keeps(Plan.__dict__["run"]) and keeps(Plan.__dict__["can_implement"])
+    assert keeps(bc.Workspace.__dict__["allocate"])
+
+    def families(cls: type) -> list[type]:
+        return [c for s in cls.__subclasses__() for c in (s, *families(s))]
+
+    plans = [c for c in families(Plan) if not c.__name__.startswith("_")]
+    names = {c.__name__ for c in plans}
+    assert {"ScanPlan", "ScanBackwardPlan", "SparsemaxPlan", "SparsemaxBackwardPlan",
+            "BinaryParamPlan", "BinaryParamBackwardPlan"} <= names  # fmt: skip
+    for cls in plans:
+        owner = next(k for k in cls.__mro__ if "select" in k.__dict__)
+        assert keeps(owner.__dict__["select"]), f"{owner.__name__}.select"
+        assert "run" not in cls.__dict__ or keeps(cls.__dict__["run"]), f"{cls.__name__}.run"
