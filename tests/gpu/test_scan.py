@@ -521,6 +521,65 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, per_sm: int,
                     assert bool((buf.view(rows, n + pad)[:, n:] == -7).all()), what
 
 
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_logcumsumexp_pipelined_lanes(element: ElementKind, monkeypatch: Any) -> None:
+    """logcumsumexp on the pipelined rows (pipe1) takes a lane's values in two passes (the
+    lane's run, then its outputs from the sums of its exps against its maximum) unless the
+    lane's first sum falls under a floor, where it pushes them one by one (scan.cu,
+    LseOp::outputs). Rows that take either way, and both within a warp: spread 1 (sums),
+    spread 100 (lanes at a row's start and after a jump push), a ramp rising 8 a position
+    (pushes wherever the ramp outgrows the carry), -inf before a ramp, a +inf, a NaN, all
+    -inf; both directions, on poisoned outputs, against float64 (the forward: the backward
+    takes no lanes of this kind). f32 and f64 within a few of their rounding units (the
+    floor's purpose), beyond the suite's bound."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    kind = ScanKind.LOGCUMSUMEXP
+    monkeypatch.setattr(K, "ROWREG", False)
+    names = launched_kernels(monkeypatch)
+    rows = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 5
+    tile = 1024 // element.itemsize
+    n = 9 * tile + tile // 2 + 16 // element.itemsize
+    rng = np.random.default_rng(5)
+    xn = rng.standard_normal((rows, n))
+    ramp = 8.0 * (np.arange(n) - n / 2)
+    for r in range(rows):
+        c = r % 8
+        if c == 1:
+            xn[r] *= 100
+        elif c == 2:
+            xn[r] += ramp
+        elif c == 3:
+            xn[r] = -xn[r] * 0.01 - ramp  # falling: a ramp in reverse
+        elif c == 4:
+            xn[r, : n // 3] = -np.inf
+            xn[r, n // 3 :] += ramp[n // 3 :] * 0.5
+        elif c == 5:
+            xn[r] *= 30
+            xn[r, rng.integers(n)] = np.inf
+        elif c == 6:
+            xn[r] *= 30
+            xn[r, rng.integers(n)] = np.nan
+        elif c == 7 and r % 16 == 7:
+            xn[r] = -np.inf
+    x = torch.from_numpy(xn).to("cuda", torch_dtype(element))
+    for reverse in (False, True):
+        what = f"pipe1 lanes ({rows}, {n}) rev={reverse}"
+        names.clear()
+        y, _ = run_forward(kind, x, 1, reverse)
+        assert names == ["scan_lse_pipe1"], names
+        ref = np.asarray(R.scan(kind, _np64(x), 1, reverse))
+        assert_close(y, ref, element, scale=scale_of(kind, n), what=what)
+        if element in (ElementKind.F32, ElementKind.F64):
+            got = _np64(y)
+            fin = np.isfinite(ref)
+            assert np.array_equal(np.isnan(got), np.isnan(ref)), what
+            assert np.array_equal(got[np.isinf(ref)], ref[np.isinf(ref)]), what
+            err = float(np.max(np.abs(got[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))))
+            assert err <= (1.5e-6 if element is ElementKind.F32 else 1e-13), (what, err)
+
+
 # (shape, axis) of short rows stored back to back: rows of 1 to 256 positions (SEG_MAX_BYTES
 # decides by dtype which take segmented tiles), rows across lane and tile bounds, a last tile
 # partial, rank 3, and runs long enough that warps take stretches of several tiles

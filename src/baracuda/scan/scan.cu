@@ -331,6 +331,48 @@ struct LseOp {
     r.m = up ? v : r.m;
   }
   __device__ S value(const Run& r) const { return r.m + log_run(r.s); }
+  // A lane's K values at once (pipe_tile), in two passes instead of a push each: one exp a
+  // value for the lane's run, then, from the run before the lane, one log an output (a push
+  // an output costs an exp, a log and push's compare-selects). `lane_run` gives the
+  // run that pushing v(0)..v(K-1) (v(k): value k; past the end, the identity) from run0()
+  // gives, {M, t[K-1]} with M the largest value and t[k] = sum_{j <= k} exp(v(j) - M) (equal
+  // values as exp(0), so that inf - inf and -inf + inf never occur; M skips NaN, which
+  // sticks in t).
+  template <int K, class V>
+  __device__ Run lane_run(const V& v, A (&t)[K]) const {
+    A mx = v(0);
+#pragma unroll
+    for (int k = 1; k < K; ++k) mx = fmax(mx, v(k));
+    A acc = A(0);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      acc += lse_exp(v(k) == mx ? A(0) : v(k) - mx);
+      t[k] = acc;
+    }
+    return {mx, acc};
+  }
+  // The outputs y_k = value(join(p, the run of v(0)..v(k))) from lane_run's M and t:
+  // R + log(base + t[k] cl), base = p.s exp(p.m - R), cl = exp(M - R), R = max(p.m, M):
+  // `fast` sets the lane's R, cl and base, `outputs` takes a log an output. An exp(d) of d
+  // far under 0 is off by about |d| 2^-24 of itself, and under 2^-126 it is 0: where such
+  // terms carry an output, pushing is exact where this is not. So `fast` is false where the
+  // lane's first sum (the least) is under kFloor of exp(R) (or NaN): otherwise every term
+  // that carries an output is within log(1 / kFloor) of R, and its error within that many
+  // 2^-24 (f32 and f64 inputs: 2^-8, so within about 6 * 2^-24, as pushing; f16 and bf16,
+  // whose outputs round to 2^-11 and 2^-8: 2^-80, under which flushed terms could matter).
+  template <int K>
+  __device__ bool fast(const Run& p, A M, const A (&t)[K], A& R, A& cl, A& base) const {
+    constexpr double kFloor = sizeof(BC_T) == 2 ? 0x1p-80 : 0x1p-8;
+    R = fmax(p.m, M);  // p.m is NaN only where the carry is: then pushing
+    cl = M == R ? A(1) : lse_exp(M - R);
+    base = p.s * (p.m == R ? A(1) : lse_exp(p.m - R));
+    return fma(t[0], cl, base) >= A(kFloor);
+  }
+  template <int K>
+  __device__ void outputs(A R, A cl, A base, const A (&t)[K], A (&y)[K]) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k) y[k] = R + log_run(fma(t[k], cl, base));
+  }
 };
 
 // Run ops (logcumsumexp) scan in runs (Op::Run: run0, run, push, join, value) instead of
@@ -1947,6 +1989,13 @@ __device__ __forceinline__ void load_partial(Raw32& cur, const T* src, const T* 
   memcpy(&cur.w[1], &v[1], 16);
 }
 
+// A run op's value k of a lane's raw words (past the end, k >= valid: the identity, -inf).
+template <typename T, typename A, int K, bool kRev, bool kFull>
+__device__ __forceinline__ A run_value(const Raw32& cur, int k, int valid) {
+  const A v = to_acc(raw_get<T, K, kRev>(cur, k));
+  return (kFull || k < valid) ? v : -inf<A>();
+}
+
 // Scans one tile (this lane: scan positions qt..qt+K-1, physical ones from `row`, the first
 // `valid` of them before the end) from `carry` and stores it unless `reduce`, with cummax/
 // cummin's indices at `aux` (its row; none where null); returns the carry after the tile.
@@ -1959,13 +2008,11 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
   S st[K];
   S excl, total;
   [[maybe_unused]] typename RunOf<Op>::type rex, rtot;  // run ops: the warp's runs
+  [[maybe_unused]] A tt[K], tmax;  // run ops: the lane's sums and maximum (LseOp::lane_run)
   if constexpr (kRunOp<Op>) {
-    typename Op::Run r = op.run0();
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const A v = to_acc(raw_get<T, K, kRev>(cur, k));
-      op.push(r, (kFull || k < valid) ? v : op.identity());
-    }
+    const typename Op::Run r =
+        op.lane_run([&](int k) { return run_value<T, A, K, kRev, kFull>(cur, k, valid); }, tt);
+    tmax = r.m;
     group_scan_run<1>(op, r, rex, rtot, nullptr);
   } else {
 #pragma unroll
@@ -1979,12 +2026,19 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
   }
   if (!reduce && valid > 0) {
     A res[K];
-    if constexpr (kRunOp<Op>) {  // positions past the end are pushed but not stored
+    if constexpr (kRunOp<Op>) {  // positions past the end are scanned but not stored
       typename Op::Run r = op.join(op.run(carry), rex);
+      A R, cl, base;
+      const bool fast = op.fast(r, tmax, tt, R, cl, base);
+      // a warp whose lanes all may (else its lanes would take both ways one after the other)
+      if (__all_sync(__activemask(), fast)) {
+        op.outputs(R, cl, base, tt, res);
+      } else {  // rare: values far under a lane's maximum; pushed one by one
 #pragma unroll
-      for (int k = 0; k < K; ++k) {
-        op.push(r, to_acc(raw_get<T, K, kRev>(cur, k)));
-        res[k] = op.value(r);
+        for (int k = 0; k < K; ++k) {
+          op.push(r, to_acc(raw_get<T, K, kRev>(cur, k)));
+          res[k] = op.value(r);
+        }
       }
     } else {
       const S prefix = op.combine(carry, excl);
