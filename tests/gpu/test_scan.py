@@ -522,6 +522,31 @@ def test_scan_pipelined_rows(kind: ScanKind, element: ElementKind, per_sm: int,
 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_logcumsumexp_warp_rows(element: ElementKind, monkeypatch: Any) -> None:
+    """logcumsumexp below f64 takes a warp a row (pipe1) from 6 rows an SM, where the other
+    ops take a block a row (rows8) up to 16 (WARP_ROWS_PER_SM_OP), and f64 from 16 too.
+    Rows of 12.5 tiles and a vector at that count and one row under it, both directions,
+    forward and backward against float64, on poisoned outputs."""
+    from baracuda._cuda.device import device_info
+    from baracuda.scan import _kernels as K
+
+    kind = ScanKind.LOGCUMSUMEXP
+    monkeypatch.setattr(K, "ROWREG", False)
+    names = launched_kernels(monkeypatch)
+    sm_count = device_info(torch.cuda.current_device()).sm_count
+    per_sm = K.warp_rows_per_sm("lse", element.itemsize)
+    assert per_sm == (16 if element.itemsize == 8 else 6)
+    tile = 1024 // element.itemsize
+    n = 12 * tile + tile // 2 + 16 // element.itemsize  # whole vectors, a partial tile
+    for rows, want in ((sm_count * per_sm, "pipe1"), (sm_count * per_sm - 1, "rows8")):
+        x = torch.from_numpy(make_input(kind, (rows, n), 17)).to("cuda", torch_dtype(element))
+        for reverse in (False, True):
+            names.clear()
+            check_op(kind, element, x, 1, reverse, f"({rows}, {n}) rev={reverse}")
+            assert names[0] == f"scan_lse_{want}", (rows, names)
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_logcumsumexp_pipelined_lanes(element: ElementKind, monkeypatch: Any) -> None:
     """logcumsumexp on the pipelined rows (pipe1) takes a lane's values in two passes (the
     lane's run, then its outputs from the sums of its exps against its maximum) unless the

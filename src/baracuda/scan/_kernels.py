@@ -1296,8 +1296,23 @@ def _round_up(a: int, b: int) -> int:
 # and the ops that differ: on the H100 over 4096 x 8192 (31 rows per SM), the cumprod
 # backward took 187 us with a block per row vs 206 us with a warp (bf16 143 vs 161), while
 # logcumsumexp's and cummax's backward and every forward were faster with a warp.
+# Keys (op, itemsize) come before op. logcumsumexp below f64 takes a warp a row (pipe1) from
+# 6 rows an SM: on an H200 (docs/benchmarks.md, round 68), us, a block a row -> a warp:
+# bf16 1024 x 65536 185.5 -> 119.5, f32 233.0 -> 223.0, bf16 800 x 32768 84.5 -> 61.5, f32
+# 105.4 -> 109.5, f32 2000 x 16384 reverse 121.0 -> 86.2, bf16 1500 x 4096 24.3 -> 16.6, f32
+# 1500 x 2048 18.5 -> 15.2, f32 1200 x 100000 427.9 -> 435.3; at 4.5 rows an SM f32 lost more
+# (600 x 32768: 86.3 -> 105.3, bf16 69.8 -> 60.4), and f64 lost everywhere (1024 x 32768
+# 672 -> 806, 2000 x 8192 318 -> 414).
 WARP_ROWS_PER_SM = 16
-WARP_ROWS_PER_SM_OP = {"prod_bwd": 64}
+WARP_ROWS_PER_SM_OP: dict[str | tuple[str, int], int] = {
+    "prod_bwd": 64, ("lse", 2): 6, ("lse", 4): 6,
+}
+
+
+def warp_rows_per_sm(op: str, itemsize: int) -> int:
+    """Rows per SM from which ``op`` in ``itemsize`` takes a warp a row (WARP_ROWS_PER_SM_OP)."""
+    t = WARP_ROWS_PER_SM_OP
+    return t.get((op, itemsize), t.get(op, WARP_ROWS_PER_SM))
 
 
 def per_thread(itemsize: int) -> int:
@@ -1890,7 +1905,7 @@ def launch_scan(
     # (wide tiles of double states spilled: the f32 cumprod over (27962, 300) along dim 0 took
     # 85.7 us wide against 53.2 at 16 positions a thread on an H200, round 61)
     ch = chunking(layout, rows, n, itemsize, sm_count, lb,
-                  warp_rows=WARP_ROWS_PER_SM_OP.get(op, WARP_ROWS_PER_SM),
+                  warp_rows=warp_rows_per_sm(op, itemsize),
                   wide=op in _WIDE_OPS and state_size(op, itemsize) == 4 and not staged,
                   pairs=pairs)
     params.chunk_len, params.nchunks = ch.chunk_len, ch.nchunks
