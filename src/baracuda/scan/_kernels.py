@@ -1297,12 +1297,12 @@ def _round_up(a: int, b: int) -> int:
 # backward took 187 us with a block per row vs 206 us with a warp (bf16 143 vs 161), while
 # logcumsumexp's and cummax's backward and every forward were faster with a warp.
 # Keys (op, itemsize) come before op. logcumsumexp below f64 takes a warp a row (pipe1) from
-# 6 rows an SM: on an H200 (docs/benchmarks.md, round 68), us, a block a row -> a warp:
-# bf16 1024 x 65536 185.5 -> 119.5, f32 233.0 -> 223.0, bf16 800 x 32768 84.5 -> 61.5, f32
-# 105.4 -> 109.5, f32 2000 x 16384 reverse 121.0 -> 86.2, bf16 1500 x 4096 24.3 -> 16.6, f32
-# 1500 x 2048 18.5 -> 15.2, f32 1200 x 100000 427.9 -> 435.3; at 4.5 rows an SM f32 lost more
-# (600 x 32768: 86.3 -> 105.3, bf16 69.8 -> 60.4), and f64 lost everywhere (1024 x 32768
-# 672 -> 806, 2000 x 8192 318 -> 414).
+# 6 rows an SM: on an H200 (docs/benchmarks.md, round 68; benchmarks/lse_warp_rows.py), us, a
+# block a row -> a warp: bf16 1024 x 65536 185.3 -> 118.8, f32 232.2 -> 223.1, bf16 800 x
+# 32768 84.5 -> 61.4, f32 105.0 -> 108.0, f32 2000 x 16384 reverse 120.6 -> 86.1, bf16 1500 x
+# 4096 24.2 -> 16.4, f32 1500 x 2048 18.3 -> 15.2, f32 1200 x 100000 427.3 -> 434.1; at 4.5
+# rows an SM f32 lost more (600 x 32768: 85.8 -> 105.0, bf16 69.3 -> 60.3), and f64 lost
+# everywhere (1024 x 32768 672 -> 804, 2000 x 8192 317 -> 414).
 WARP_ROWS_PER_SM = 16
 WARP_ROWS_PER_SM_OP: dict[str | tuple[str, int], int] = {
     "prod_bwd": 64, ("lse", 2): 6, ("lse", 4): 6,
