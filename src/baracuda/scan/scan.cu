@@ -1989,11 +1989,11 @@ __device__ __forceinline__ void load_partial(Raw32& cur, const T* src, const T* 
   memcpy(&cur.w[1], &v[1], 16);
 }
 
-// A run op's value k of a lane's raw words (past the end, k >= valid: the identity, -inf).
-template <typename T, typename A, int K, bool kRev, bool kFull>
-__device__ __forceinline__ A run_value(const Raw32& cur, int k, int valid) {
+// A run op's value k of a lane's raw words (past the end, k >= valid: the op's identity).
+template <typename T, typename A, int K, bool kRev, bool kFull, class Op>
+__device__ __forceinline__ A run_value(const Op& op, const Raw32& cur, int k, int valid) {
   const A v = to_acc(raw_get<T, K, kRev>(cur, k));
-  return (kFull || k < valid) ? v : -inf<A>();
+  return (kFull || k < valid) ? v : A(op.identity());
 }
 
 // Scans one tile (this lane: scan positions qt..qt+K-1, physical ones from `row`, the first
@@ -2010,8 +2010,8 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
   [[maybe_unused]] typename RunOf<Op>::type rex, rtot;  // run ops: the warp's runs
   [[maybe_unused]] A tt[K], tmax;  // run ops: the lane's sums and maximum (LseOp::lane_run)
   if constexpr (kRunOp<Op>) {
-    const typename Op::Run r =
-        op.lane_run([&](int k) { return run_value<T, A, K, kRev, kFull>(cur, k, valid); }, tt);
+    const auto v = [&](int k) { return run_value<T, A, K, kRev, kFull>(op, cur, k, valid); };
+    const typename Op::Run r = op.lane_run(v, tt);
     tmax = r.m;
     group_scan_run<1>(op, r, rex, rtot, nullptr);
   } else {
