@@ -84,6 +84,22 @@ def measure(call: Callable[[], Any], theirs: Callable[[], Any], ref: torch.Tenso
     return row
 
 
+def lse_check(x: torch.Tensor, y: torch.Tensor, axis: int, reverse: bool) -> tuple[float, bool]:
+    """``y``, a logcumsumexp of ``x`` along ``axis``, against ``torch.logcumsumexp`` in float64:
+    the largest error relative to max(1, |ref|) over finite references, and whether NaN and
+    the infinities land where the reference's do (lse_lanes.py, lse_warp_rows.py)."""
+    xd = x.double()
+    ref = (torch.logcumsumexp(xd.flip(axis), axis).flip(axis) if reverse
+           else torch.logcumsumexp(xd, axis))  # fmt: skip
+    yd = y.double()
+    inf = torch.isinf(ref)
+    same = bool(((torch.isnan(ref) == torch.isnan(yd)) & (inf == torch.isinf(yd))
+                 & (~inf | (ref == yd))).all())  # fmt: skip
+    fin = torch.isfinite(ref)
+    err = ((yd - ref).abs() / ref.abs().clamp(min=1))[fin].max().item() if fin.any() else 0.0
+    return err, same
+
+
 def peers_text(row: dict[str, Any]) -> str:
     """The ``copy_`` and torch columns of a printed line (empty without peers)."""
     if "copy_us" not in row:

@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 import torch
-from _scan_bench import launched
+from _scan_bench import launched, lse_check
 
 import baracuda as bc
 from baracuda._bench import copy_bandwidth, time_us
@@ -64,19 +64,6 @@ def make(kind: str, shape: tuple[int, ...], dt: str, g: torch.Generator) -> torc
     return x.to(DT[dt]).contiguous()
 
 
-def check(x: torch.Tensor, y: torch.Tensor, axis: int, reverse: bool) -> tuple[float, bool]:
-    xd = x.double()
-    ref = (torch.logcumsumexp(xd.flip(axis), axis).flip(axis) if reverse
-           else torch.logcumsumexp(xd, axis))  # fmt: skip
-    yd = y.double()
-    inf = torch.isinf(ref)
-    same = bool(((torch.isnan(ref) == torch.isnan(yd)) & (inf == torch.isinf(yd))
-                 & (~inf | (ref == yd))).all())  # fmt: skip
-    fin = torch.isfinite(ref)
-    err = ((yd - ref).abs() / ref.abs().clamp(min=1))[fin].max().item() if fin.any() else 0.0
-    return err, same
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?", default="lse_lanes.json")
@@ -97,7 +84,7 @@ def main() -> None:
             y = bc.logcumsumexp(x, axis, rev)
             torch.cuda.synchronize()
             kern = ",".join(sorted({n.split("/")[0].split("_", 2)[-1] for n in names}))
-            err, same = check(x, y, axis, rev)
+            err, same = lse_check(x, y, axis, rev)
             r: dict[str, Any] = {"device": dev, "copy_bandwidth_GBps": bw / 1e9, "dtype": dt,
                                  "shape": list(shape), "axis": axis, "reverse": rev,
                                  "data": kind, "err": err, "nonfinite_match": same,

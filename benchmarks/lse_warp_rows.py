@@ -3,7 +3,8 @@
 the settings of ``WARP_ROWS_PER_SM_OP`` for logcumsumexp, alternating ``--rounds`` times in
 one process on one card with the bench's method (``time_us``: L2 flushed, median; the best
 round kept), with a same-bytes ``copy_``. Each setting's outputs are checked against
-``torch.logcumsumexp`` in float64 (the largest error of ``max(1, |ref|)``). Prints a table,
+``torch.logcumsumexp`` in float64 (``_scan_bench.lse_check``: the largest error of
+``max(1, |ref|)``). Prints a table,
 writes JSON.
 
     python benchmarks/lse_warp_rows.py [out.json] [--rounds 2]   (on a GPU)
@@ -19,7 +20,7 @@ import json
 from typing import Any
 
 import torch
-from _scan_bench import launched
+from _scan_bench import launched, lse_check
 
 import baracuda as bc
 from baracuda._bench import time_us
@@ -73,9 +74,6 @@ def main() -> None:
     try:
         for dt, m, n, rev in CASES:
             x = torch.randn((m, n), device="cuda", generator=g).to(DT[dt])
-            xd = x.double()
-            ref = (torch.logcumsumexp(xd.flip(1), 1).flip(1) if rev
-                   else torch.logcumsumexp(xd, 1))  # fmt: skip
             o = torch.empty_like(x)
             rec: dict[str, Any] = {"device": dev, "dtype": dt, "shape": [m, n], "reverse": rev,
                                    "copy_us": time_us(lambda: o.copy_(x))}  # fmt: skip
@@ -88,7 +86,7 @@ def main() -> None:
                     if names:  # the first call of a setting dispatches; later ones replay
                         rec[f"{s}_kernel"] = ",".join(
                             sorted({q.split("/")[0].split("_", 2)[-1] for q in names}))
-                    err = ((y.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+                    err, _ = lse_check(x, y, 1, rev)
                     rec[f"{s}_err"] = max(err, rec.get(f"{s}_err", 0.0))
                     t = time_us(lambda: bc.logcumsumexp(x, 1, rev))
                     rec[f"{s}_us"] = min(t, rec.get(f"{s}_us", float("inf")))
