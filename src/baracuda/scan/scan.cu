@@ -351,19 +351,20 @@ struct LseOp {
     }
     return {mx, acc};
   }
-  // The outputs y_k = value(join(p, the run of v(0)..v(k))) from lane_run's M and t:
+  // The outputs y[k] = value(join(p, the run of v(0)..v(k))) from lane_run's M and t:
   // R + log(base + t[k] cl), base = p.s exp(p.m - R), cl = exp(M - R), R = max(p.m, M):
-  // `fast` sets the lane's R, cl and base, `outputs` takes a log an output. An exp(d) of d
-  // far under 0 is off by about |d| 2^-24 of itself, and under 2^-126 it is 0: where such
-  // terms carry an output, pushing is exact where this is not. So `fast` is false where the
-  // lane's first sum (the least) is under kFloor of exp(R) (or NaN): otherwise every term
-  // that carries an output is within log(1 / kFloor) of R, and its error within that many
-  // 2^-24 (f32 and f64 inputs: 2^-8, so within about 6 * 2^-24, as pushing; f16 and bf16,
-  // whose outputs round to 2^-11 and 2^-8: 2^-80, under which flushed terms could matter).
+  // `fast` sets the lane's R, cl and base, `outputs` takes a log an output (y may be t). An
+  // exp(d) of d far under 0 is off by about |d| 2^-24 of itself, and under 2^-126 it is 0:
+  // where such terms carry an output, pushing is exact where this is not. So `fast` is false
+  // where the lane's first sum (the least) is under kFloor of exp(R) (or NaN; p.m is NaN only
+  // where the carry is): otherwise every term that carries an output is within log(1 / kFloor)
+  // of R, and its error within that many 2^-24 (f32 and f64 inputs: 2^-8, so within about
+  // 6 * 2^-24, as pushing; f16 and bf16, whose outputs round to 2^-11 and 2^-8: 2^-80, under
+  // which flushed terms could matter).
   template <int K>
   __device__ bool fast(const Run& p, A M, const A (&t)[K], A& R, A& cl, A& base) const {
     constexpr double kFloor = sizeof(BC_T) == 2 ? 0x1p-80 : 0x1p-8;
-    R = fmax(p.m, M);  // p.m is NaN only where the carry is: then pushing
+    R = fmax(p.m, M);
     cl = M == R ? A(1) : lse_exp(M - R);
     base = p.s * (p.m == R ? A(1) : lse_exp(p.m - R));
     return fma(t[0], cl, base) >= A(kFloor);
@@ -372,6 +373,23 @@ struct LseOp {
   __device__ void outputs(A R, A cl, A base, const A (&t)[K], A (&y)[K]) const {
 #pragma unroll
     for (int k = 0; k < K; ++k) y[k] = R + log_run(fma(t[k], cl, base));
+  }
+  // Both for one lane's values: where `fast` is false, the lane's values v(k) (read again)
+  // are pushed one by one from p. The choice is the warp's: where its lanes chose each for
+  // itself, they took both ways one after the other (up to 15 % slower, round 68).
+  template <int K, class V>
+  __device__ void lane_outputs(Run p, A M, const A (&t)[K], const V& v, A (&y)[K]) const {
+    A R, cl, base;
+    const bool ok = fast(p, M, t, R, cl, base);
+    if (__all_sync(__activemask(), ok)) {
+      outputs(R, cl, base, t, y);
+    } else {  // rare: values far under a lane's maximum
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        push(p, v(k));
+        y[k] = value(p);
+      }
+    }
   }
 };
 
@@ -1047,20 +1065,34 @@ __device__ __forceinline__ void rows_tile(const Params& P, const Op& op, const i
   A res[K];
   i64 win[K];  // cummax/cummin: physical index of each running winner (the flags: own or not)
   if constexpr (kRunOp<Op>) {
-    // the thread's run, joined across the group; `scratch` holds GW runs
+    // the thread's run, joined across the group; `scratch` holds GW runs. A block's rows
+    // (rows8, and the look-back rows' blocks) in float: the run in two passes (LseOp::lane_run,
+    // lane_outputs); rows1's warps and f64 push each value twice, where the two passes
+    // measured slower (docs/benchmarks.md, round 69)
     typedef typename Op::Run Run;
+    constexpr bool kLanes = GW > 1 && sizeof(A) == 4;
+    [[maybe_unused]] A tt[K];
     Run r = op.run0();
+    if constexpr (kLanes) {
+      r = op.lane_run([&](int k) { return qt + k < q1 ? v[0][k] : A(op.identity()); }, tt);
+    } else {
 #pragma unroll
-    for (int k = 0; k < K; ++k) op.push(r, qt + k < q1 ? v[0][k] : op.identity());
+      for (int k = 0; k < K; ++k) op.push(r, qt + k < q1 ? v[0][k] : op.identity());
+    }
     Run excl, total;
     group_scan_run<GW>(op, r, excl, total, reinterpret_cast<Run*>(scratch));
     const S carry = carry_in(op.value(total));
     if (reduce || qt >= q1) return;
-    r = op.join(op.run(carry), excl);  // positions past the end are pushed but not stored
+    // positions past the end are pushed but not stored
+    if constexpr (kLanes) {
+      op.lane_outputs(op.join(op.run(carry), excl), r.m, tt, [&](int k) { return v[0][k]; }, res);
+    } else {
+      r = op.join(op.run(carry), excl);
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      op.push(r, v[0][k]);
-      res[k] = op.value(r);
+      for (int k = 0; k < K; ++k) {
+        op.push(r, v[0][k]);
+        res[k] = op.value(r);
+      }
     }
   } else {
     S st[K];
@@ -1684,9 +1716,18 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
       // the same with the thread's run: joins across lines' row lanes and warps, then its
       // outputs pushed from its carry (logcumsumexp: an exp a join, a log an output)
       typedef typename Op::Run Run;
+      // staged tiles: the run in two passes (LseOp::lane_run, lane_outputs: an exp a position);
+      // unstaged ones push each value twice (keeping v across the carry's wait for the rare
+      // pushes spilled, and reading it again from global memory was slower: round 69)
+      [[maybe_unused]] A tt[R];
       Run x = op.run0();
+      if constexpr (staged) {
+        x = op.lane_run([&](int k) { return k < cnt ? v[0][k] : A(op.identity()); }, tt);
+      } else {
 #pragma unroll
-      for (int k = 0; k < R; ++k) op.push(x, k < cnt ? v[0][k] : op.identity());
+        for (int k = 0; k < R; ++k) op.push(x, k < cnt ? v[0][k] : op.identity());
+      }
+      [[maybe_unused]] const A own_max = x.m;
       for (int d = width; d < 32; d <<= 1) {
         const Run y = shfl_up(x, d);
         if (lane >= d) x = op.join(y, x);
@@ -1705,13 +1746,13 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
       Run r = op.join(op.run(carry), op.join(before, e));
       if constexpr (staged) {
         const int ql0 = rlane * R;
+        const auto at = [&](int k) -> T& {
+          return stage[(ql0 + k + (ql0 + k) / R) * width + col];
+        };
+        op.lane_outputs(r, own_max, tt, [&](int k) { return to_acc(at(k)); }, tt);
 #pragma unroll
-        for (int k = 0; k < R; ++k) {
-          if (k < cnt) {
-            op.push(r, v[0][k]);
-            stage[(ql0 + k + (ql0 + k) / R) * width + col] = from_acc<T>(op.value(r));
-          }
-        }
+        for (int k = 0; k < R; ++k)
+          if (k < cnt) at(k) = from_acc<T>(tt[k]);
         __syncthreads();
         stage_tile<T, R, true>(P, OUT, stage, group, chunk, q1);
       } else if (cnt > 0) {
@@ -2027,19 +2068,8 @@ __device__ __forceinline__ typename Op::S pipe_tile(const Op& op, const Raw32& c
   if (!reduce && valid > 0) {
     A res[K];
     if constexpr (kRunOp<Op>) {  // positions past the end are scanned but not stored
-      typename Op::Run r = op.join(op.run(carry), rex);
-      A R, cl, base;
-      const bool fast = op.fast(r, tmax, tt, R, cl, base);
-      // a warp whose lanes all may (else its lanes would take both ways one after the other)
-      if (__all_sync(__activemask(), fast)) {
-        op.outputs(R, cl, base, tt, res);
-      } else {  // rare: values far under a lane's maximum; pushed one by one
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-          op.push(r, to_acc(raw_get<T, K, kRev>(cur, k)));
-          res[k] = op.value(r);
-        }
-      }
+      op.lane_outputs(op.join(op.run(carry), rex), tmax, tt,
+                      [&](int k) { return to_acc(raw_get<T, K, kRev>(cur, k)); }, res);
     } else {
       const S prefix = op.combine(carry, excl);
       S prev = prefix;
