@@ -546,15 +546,51 @@ def test_logcumsumexp_warp_rows(element: ElementKind, monkeypatch: Any) -> None:
             assert names[0] == f"scan_lse_{want}", (rows, names)
 
 
+def _lane_lines(rows: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(rows, n) float64 lines that take both of a lane's ways (scan.cu, LseOp::fast), by
+    line modulo 8: spread 1 (sums), spread 100 (lanes at a line's start and after a jump
+    push), a ramp rising 8 a position (pushes wherever the ramp outgrows the carry; a saw of
+    4096 positions, within f16's range), a falling one, -inf before a ramp, a +inf, a NaN,
+    and every 16th line all -inf."""
+    x = rng.standard_normal((rows, n))
+    k = np.arange(n)
+    ramp = 8.0 * ((k % 4096) - min(n, 4096) / 2)
+    c = np.arange(rows) % 8
+    x[c == 1] *= 100
+    x[c == 2] += ramp
+    x[c == 3] = -x[c == 3] * 0.01 - ramp  # falling: a ramp in reverse
+    four = np.flatnonzero(c == 4)
+    x[np.ix_(four, k < n // 3)] = -np.inf
+    x[np.ix_(four, k >= n // 3)] += ramp[n // 3 :] * 0.5
+    for kind, value in ((5, np.inf), (6, np.nan)):
+        at = np.flatnonzero(c == kind)
+        x[at] *= 30
+        x[at, rng.integers(n, size=at.size)] = value
+    x[np.arange(rows) % 16 == 7] = -np.inf
+    return x
+
+
+def _assert_lse_tight(y: Any, ref: np.ndarray, element: ElementKind, what: str) -> None:
+    """f32 and f64 logcumsumexp within a few of their rounding units of float64's (what the
+    lanes' floor keeps, scan.cu LseOp::fast): 1.5e-6 and 1e-13 of max(1, |ref|), NaN and the
+    infinities where the reference has them; beyond the suite's bound. f16/bf16: nothing."""
+    if element not in (ElementKind.F32, ElementKind.F64):
+        return
+    got = _np64(y)
+    fin = np.isfinite(ref)
+    assert np.array_equal(np.isnan(got), np.isnan(ref)), what
+    assert np.array_equal(got[np.isinf(ref)], ref[np.isinf(ref)]), what
+    err = float(np.max(np.abs(got[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))))
+    assert err <= (1.5e-6 if element is ElementKind.F32 else 1e-13), (what, err)
+
+
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_logcumsumexp_pipelined_lanes(element: ElementKind, monkeypatch: Any) -> None:
     """logcumsumexp on the pipelined rows (pipe1) takes a lane's values in two passes (the
     lane's run, then its outputs from the sums of its exps against its maximum) unless the
     lane's first sum falls under a floor, where it pushes them one by one (scan.cu,
-    LseOp::outputs). Rows that take either way, and both within a warp: spread 1 (sums),
-    spread 100 (lanes at a row's start and after a jump push), a ramp rising 8 a position
-    (pushes wherever the ramp outgrows the carry), -inf before a ramp, a +inf, a NaN, all
-    -inf; both directions, on poisoned outputs, against float64 (the forward: the backward
+    LseOp::outputs). Rows that take either way, and both within a warp (``_lane_lines``);
+    both directions, on poisoned outputs, against float64 (the forward: the backward
     takes no lanes of this kind). f32 and f64 within a few of their rounding units (the
     floor's purpose), beyond the suite's bound."""
     from baracuda._cuda.device import device_info
@@ -566,29 +602,8 @@ def test_logcumsumexp_pipelined_lanes(element: ElementKind, monkeypatch: Any) ->
     rows = device_info(torch.cuda.current_device()).sm_count * K.WARP_ROWS_PER_SM + 5
     tile = 1024 // element.itemsize
     n = 9 * tile + tile // 2 + 16 // element.itemsize
-    rng = np.random.default_rng(5)
-    xn = rng.standard_normal((rows, n))
-    ramp = 8.0 * (np.arange(n) - n / 2)
-    for r in range(rows):
-        c = r % 8
-        if c == 1:
-            xn[r] *= 100
-        elif c == 2:
-            xn[r] += ramp
-        elif c == 3:
-            xn[r] = -xn[r] * 0.01 - ramp  # falling: a ramp in reverse
-        elif c == 4:
-            xn[r, : n // 3] = -np.inf
-            xn[r, n // 3 :] += ramp[n // 3 :] * 0.5
-        elif c == 5:
-            xn[r] *= 30
-            xn[r, rng.integers(n)] = np.inf
-        elif c == 6:
-            xn[r] *= 30
-            xn[r, rng.integers(n)] = np.nan
-        elif c == 7 and r % 16 == 7:
-            xn[r] = -np.inf
-    x = torch.from_numpy(xn).to("cuda", torch_dtype(element))
+    x = torch.from_numpy(_lane_lines(rows, n, np.random.default_rng(5))).to(
+        "cuda", torch_dtype(element))  # fmt: skip
     for reverse in (False, True):
         what = f"pipe1 lanes ({rows}, {n}) rev={reverse}"
         names.clear()
@@ -596,13 +611,7 @@ def test_logcumsumexp_pipelined_lanes(element: ElementKind, monkeypatch: Any) ->
         assert names == ["scan_lse_pipe1"], names
         ref = np.asarray(R.scan(kind, _np64(x), 1, reverse))
         assert_close(y, ref, element, scale=scale_of(kind, n), what=what)
-        if element in (ElementKind.F32, ElementKind.F64):
-            got = _np64(y)
-            fin = np.isfinite(ref)
-            assert np.array_equal(np.isnan(got), np.isnan(ref)), what
-            assert np.array_equal(got[np.isinf(ref)], ref[np.isinf(ref)]), what
-            err = float(np.max(np.abs(got[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))))
-            assert err <= (1.5e-6 if element is ElementKind.F32 else 1e-13), (what, err)
+        _assert_lse_tight(y, ref, element, what)
 
 
 # (shape, axis) of short rows stored back to back: rows of 1 to 256 positions (SEG_MAX_BYTES
@@ -1047,6 +1056,8 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
         # f32, f16 and bf16 take strips there (STRIP_OPS), f64 three passes
         ("many strided lines", (40, 140_032), 0, {"SHORT": False},
          "strip" if K._listed(K.STRIP_OPS, "lse", element.itemsize) else "cols"),
+        ("strided lines, several chunks of strips", (700, 8192), 0, {},
+         "strip" if K._listed(K.STRIP_OPS, "lse", element.itemsize) else "cols"),
         # short strided axes: a vector of lines a thread, two over 4 positions or fewer (shortx2,
         # SHORT_MANY), a line a thread where the lines are not whole vectors (short1)
         ("short strided lines", (40, 140_032), 0, {}, "short"),
@@ -1101,6 +1112,30 @@ def test_logcumsumexp_special_values(element: ElementKind, monkeypatch: Any) -> 
             torch.logcumsumexp(xd, ax)  # fmt: skip
         assert_close(y, ref, element, scale=scale_of(ScanKind.LOGCUMSUMEXP, x.shape[ax]),
                      what=label)  # fmt: skip
+
+
+@pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
+def test_logcumsumexp_lanes_every_kernel(element: ElementKind, monkeypatch: Any) -> None:
+    """Every logcumsumexp forward kernel (each case asserts the kernel it runs) takes a
+    lane's values in two passes, or pushes them one by one where they lie far under their
+    maximum (scan.cu, LseOp::fast: pipe1, rows1, rows8 and the look-back rows, the strips,
+    the look-back column tiles, the cooperative kernel and its rounds): lines that take
+    either way, and both within a warp (``_lane_lines``), both directions, on poisoned
+    outputs, against float64; f32 and f64 within a few of their rounding units."""
+    dt = torch_dtype(element)
+    kind = ScanKind.LOGCUMSUMEXP
+    rng = np.random.default_rng(7)
+
+    def make(shape: tuple[int, ...], ax: int) -> Any:
+        n = shape[ax]
+        other = tuple(d for i, d in enumerate(shape) if i != ax)
+        xn = np.moveaxis(_lane_lines(math.prod(other), n, rng).reshape(*other, n), -1, ax)
+        return torch.from_numpy(np.ascontiguousarray(xn)).to("cuda", dt)
+
+    for label, x, ax, reverse, y in _lse_path_runs(element, monkeypatch, make):
+        ref = np.asarray(R.scan(kind, _np64(x), ax, reverse))
+        assert_close(y, ref, element, scale=scale_of(kind, x.shape[ax]), what=label)
+        _assert_lse_tight(y, ref, element, label)
 
 
 # mantissa bits of each type (the unit in the last place of v is 2^(exponent - bits))
