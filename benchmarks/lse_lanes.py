@@ -1,6 +1,6 @@
-"""logcumsumexp over the shapes of its kernels, on data that takes the pipelined rows' two
-ways (scan.cu, ``LseOp::fast``): a lane's outputs from the sums of its exps (one log an
-output), or pushed one by one where a lane's values rise far above what came before them.
+"""logcumsumexp over the shapes of its kernels, on data that takes a lane's two ways (scan.cu,
+``LseOp::fast``): a lane's outputs from the sums of its exps (one log an output), or pushed
+one by one where a lane's values rise far above what came before them.
 Times ``baracuda.logcumsumexp`` (the bench's method, ``time_us``: L2 flushed, median) with a
 same-bytes ``copy_`` in the same process, names the kernels each case launches, and checks
 the outputs against ``torch.logcumsumexp`` in float64 (the largest error of ``max(1, |ref|)``
@@ -8,10 +8,12 @@ over finite references, and whether NaN and the infinities land where the refere
 Run it once a tree to compare trees. Prints a table, writes JSON.
 
     python benchmarks/lse_lanes.py [out.json] [--data randn big ramp special neginf]
+                                   [--match "bf16 (4096, 8192) 0" ...]
 
-Data: ``randn`` standard normal; ``big`` normal x 100; ``ramp`` rising 8 a position (every
-lane of a 2-byte type pushes); ``special`` x 30 with -inf (5 %), +inf and NaN sprinkled;
-``neginf`` the first third of each row -inf. Only ``randn``, ``big`` and ``ramp`` are timed.
+Data (along the scan's axis): ``randn`` standard normal; ``big`` normal x 100; ``ramp``
+rising 8 a position (every lane of a 2-byte type pushes); ``special`` x 30 with -inf (5 %),
++inf and NaN sprinkled; ``neginf`` the first third of each line -inf. Only ``randn``,
+``big`` and ``ramp`` are timed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from baracuda._bench import copy_bandwidth, time_us
 
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
 # (dtype, shape, axis, reverse): the pipelined rows (pipe1, also a chunk a warp over (2, 2^23)),
-# and, unchanged by the two ways, rows1, rows8 and strips
+# rows1, rows8, strips, the look-back column tiles (lbcols, lbstage) and the three passes
+# along dim 0 (cols, f64)
 CASES: list[tuple[str, tuple[int, ...], int, bool]] = [
     ("f32", (4096, 8192), 1, False),
     ("bf16", (4096, 8192), 1, False),
@@ -43,31 +46,46 @@ CASES: list[tuple[str, tuple[int, ...], int, bool]] = [
     ("f32", (65536, 512), 1, False),
     ("f64", (4096, 4096), 1, False),
     ("bf16", (4096, 8192), 0, False),
+    ("bf16", (4096, 8192), 0, True),
+    ("f16", (4096, 8192), 0, False),
+    ("f32", (4096, 8192), 0, False),
+    ("f64", (4096, 4096), 0, False),
+    ("f64", (3000, 1029), 1, False),
+    ("f32", (8, 1_000_003), 1, False),
+    ("bf16", (8, 1_000_003), 1, False),
+    ("f32", (70_000, 300), 0, False),
+    ("bf16", (70_000, 300), 0, False),
+    ("bf16", (262_144, 32), 0, False),
+    ("f32", (1_000_000, 5), 0, False),
 ]
 TIMED = ("randn", "big", "ramp")
 
 
-def make(kind: str, shape: tuple[int, ...], dt: str, g: torch.Generator) -> torch.Tensor:
-    x = torch.randn(shape, device="cuda", generator=g)
+def make(kind: str, shape: tuple[int, ...], axis: int, dt: str,
+         g: torch.Generator) -> torch.Tensor:  # fmt: skip
+    x = torch.randn(shape, device="cuda", generator=g).movedim(axis, -1)
+    n = shape[axis]
     if kind == "big":
         x = x * 100
     elif kind == "ramp":
-        x = x + 8.0 * torch.arange(shape[-1], device="cuda", dtype=torch.float32) - 300
+        x = x + 8.0 * torch.arange(n, device="cuda", dtype=torch.float32) - 300
     elif kind == "special":
         x = x * 30
-        m = torch.rand(shape, device="cuda", generator=g)
+        m = torch.rand(x.shape, device="cuda", generator=g)
         x[m < 0.05] = float("-inf")
         x[(m > 0.5) & (m < 0.5002)] = float("inf")
         x[(m > 0.7) & (m < 0.7001)] = float("nan")
     elif kind == "neginf":
-        x[..., : shape[-1] // 3] = float("-inf")
-    return x.to(DT[dt]).contiguous()
+        x[..., : n // 3] = float("-inf")
+    return x.movedim(-1, axis).to(DT[dt]).contiguous()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?", default="lse_lanes.json")
     ap.add_argument("--data", nargs="+", default=["randn", "big", "ramp", "special", "neginf"])
+    ap.add_argument("--match", nargs="+", default=[""],
+                    help="only the cases whose 'dtype shape axis' holds one of these")
     a = ap.parse_args()
     bw = copy_bandwidth()
     dev = torch.cuda.get_device_name()
@@ -78,8 +96,10 @@ def main() -> None:
     print(f"{'dtype':<5} {'shape':<14} {'axis':<5} {'data':<8} {'us':>8} {'copy_ us':>9} "
           f"{'err':>8}  nonfinite  kernels")  # fmt: skip
     for dt, shape, axis, rev in CASES:
+        if not any(m in f"{dt} {shape} {axis}" for m in a.match):
+            continue
         for kind in a.data:
-            x = make(kind, shape, dt, g)
+            x = make(kind, shape, axis, dt, g)
             names.clear()
             y = bc.logcumsumexp(x, axis, rev)
             torch.cuda.synchronize()
