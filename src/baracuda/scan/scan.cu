@@ -1714,11 +1714,12 @@ __device__ __forceinline__ void scan_lb_cols_r(const Params& P, LbColsShared<T, 
     }
     if constexpr (kRunOp<Op>) {
       // the same with the thread's run: joins across lines' row lanes and warps, then its
-      // outputs pushed from its carry (logcumsumexp: an exp a join, a log an output)
+      // outputs from its carry. Staged tiles take the run in two passes (LseOp::lane_run: an
+      // exp a position; lane_outputs: a log an output, the rare pushes reading the stage
+      // again); unstaged ones push each value twice (an exp and a log an output: keeping v
+      // across the carry's wait for the rare pushes spilled, and reading it again from global
+      // memory was slower, docs/benchmarks.md round 69)
       typedef typename Op::Run Run;
-      // staged tiles: the run in two passes (LseOp::lane_run, lane_outputs: an exp a position);
-      // unstaged ones push each value twice (keeping v across the carry's wait for the rare
-      // pushes spilled, and reading it again from global memory was slower: round 69)
       [[maybe_unused]] A tt[R];
       Run x = op.run0();
       if constexpr (staged) {
