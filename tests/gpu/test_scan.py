@@ -1116,12 +1116,13 @@ def test_logcumsumexp_special_values(element: ElementKind, monkeypatch: Any) -> 
 
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_logcumsumexp_lanes_every_kernel(element: ElementKind, monkeypatch: Any) -> None:
-    """Every logcumsumexp forward kernel (each case asserts the kernel it runs) takes a
-    lane's values in two passes, or pushes them one by one where they lie far under their
-    maximum (scan.cu, LseOp::fast: pipe1, rows1, rows8 and the look-back rows, the strips,
-    the look-back column tiles, the cooperative kernel and its rounds): lines that take
-    either way, and both within a warp (``_lane_lines``), both directions, on poisoned
-    outputs, against float64; f32 and f64 within a few of their rounding units."""
+    """Every logcumsumexp forward kernel of ``_lse_paths`` (each case asserts the kernel it
+    runs) on lines that take either of a lane's ways, and both within a warp
+    (``_lane_lines``): where a kernel takes a lane's values in two passes (pipe1, rows8 and
+    the look-back rows below f64, the staged look-back column tiles: scan.cu,
+    LseOp::lane_outputs), the sums or the pushes where they fall under the floor; the other
+    kernels push. Both directions, on poisoned outputs, against float64; f32 and f64 within
+    a few of their rounding units."""
     dt = torch_dtype(element)
     kind = ScanKind.LOGCUMSUMEXP
     rng = np.random.default_rng(7)
