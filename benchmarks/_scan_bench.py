@@ -1,7 +1,8 @@
 """Shared by the scan benchmark scripts (strided_scans.py, short_axes.py, cummax_floor.py,
-cummax_lines.py, scan_shapes.py, lines_sweep.py): the names of the scan kernels each call
-launches, the switches a run sets, the inputs of each op, and the stand-alone cummax kernels'
-CUDA prelude."""
+cummax_lines.py, scan_shapes.py, lines_sweep.py, row_registers.py, lse_lanes.py,
+lse_warp_rows.py): the dtypes by short name, the names of the scan kernels each call
+launches and their kinds, the switches a run sets, the inputs of each op, the logcumsumexp
+check, and the stand-alone cummax kernels' CUDA prelude."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import torch
 
 from baracuda._bench import time_us
 from baracuda.scan import _kernels as K
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
+          "f64": torch.float64}  # fmt: skip
 
 # CUDA source that the stand-alone cummax kernels share (cummax_floor.py, cummax_lines.py): the
 # key type a dtype compares in (float, or double for double) and bf16's widening to it
@@ -43,6 +47,12 @@ def launched(smem: bool = False) -> list[str]:
 
     K.__dict__["launch"] = spy
     return names
+
+
+def kernel_kind(name: str) -> str:
+    """The kind of a scan kernel from a name ``launched`` recorded: ``scan_lse_pipe1/264`` ->
+    ``pipe1``."""
+    return name.split("/")[0].split("_", 2)[-1]
 
 
 def set_switches(items: list[str]) -> None:

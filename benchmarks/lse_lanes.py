@@ -23,12 +23,11 @@ import json
 from typing import Any
 
 import torch
-from _scan_bench import launched, lse_check
+from _scan_bench import DTYPES, kernel_kind, launched, lse_check
 
 import baracuda as bc
 from baracuda._bench import copy_bandwidth, time_us
 
-DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
 # (dtype, shape, axis, reverse): the pipelined rows (pipe1, also a chunk a warp over (2, 2^23)),
 # rows1, rows8, strips, the look-back column tiles (lbcols, lbstage) and the three passes
 # along dim 0 (cols, f64)
@@ -77,7 +76,7 @@ def make(kind: str, shape: tuple[int, ...], axis: int, dt: str,
         x[(m > 0.7) & (m < 0.7001)] = float("nan")
     elif kind == "neginf":
         x[..., : n // 3] = float("-inf")
-    return x.movedim(-1, axis).to(DT[dt]).contiguous()
+    return x.movedim(-1, axis).to(DTYPES[dt]).contiguous()
 
 
 def main() -> None:
@@ -103,7 +102,7 @@ def main() -> None:
             names.clear()
             y = bc.logcumsumexp(x, axis, rev)
             torch.cuda.synchronize()
-            kern = ",".join(sorted({n.split("/")[0].split("_", 2)[-1] for n in names}))
+            kern = ",".join(sorted({kernel_kind(n) for n in names}))
             err, same = lse_check(x, y, axis, rev)
             r: dict[str, Any] = {"device": dev, "copy_bandwidth_GBps": bw / 1e9, "dtype": dt,
                                  "shape": list(shape), "axis": axis, "reverse": rev,

@@ -20,13 +20,12 @@ import json
 from typing import Any
 
 import torch
-from _scan_bench import launched, lse_check
+from _scan_bench import DTYPES, kernel_kind, launched, lse_check
 
 import baracuda as bc
 from baracuda._bench import time_us
 from baracuda.scan import _kernels as K
 
-DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
 # (dtype, rows, n, reverse)
 CASES: list[tuple[str, int, int, bool]] = [
     ("bf16", 1024, 65536, False),
@@ -73,7 +72,7 @@ def main() -> None:
           + "  ".join(f"{s:>7} {'kernel':<14} {'err':>7}" for s in sets))  # fmt: skip
     try:
         for dt, m, n, rev in CASES:
-            x = torch.randn((m, n), device="cuda", generator=g).to(DT[dt])
+            x = torch.randn((m, n), device="cuda", generator=g).to(DTYPES[dt])
             o = torch.empty_like(x)
             rec: dict[str, Any] = {"device": dev, "dtype": dt, "shape": [m, n], "reverse": rev,
                                    "copy_us": time_us(lambda: o.copy_(x))}  # fmt: skip
@@ -84,8 +83,7 @@ def main() -> None:
                     y = bc.logcumsumexp(x, 1, rev)
                     torch.cuda.synchronize()
                     if names:  # the first call of a setting dispatches; later ones replay
-                        rec[f"{s}_kernel"] = ",".join(
-                            sorted({q.split("/")[0].split("_", 2)[-1] for q in names}))
+                        rec[f"{s}_kernel"] = ",".join(sorted({kernel_kind(q) for q in names}))
                     err, _ = lse_check(x, y, 1, rev)
                     rec[f"{s}_err"] = max(err, rec.get(f"{s}_err", 0.0))
                     t = time_us(lambda: bc.logcumsumexp(x, 1, rev))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from _scan_bench import launched
+from _scan_bench import DTYPES, kernel_kind, launched
 
 import baracuda as bc
 from baracuda._bench import copy_bandwidth, time_us
@@ -26,7 +26,6 @@ from baracuda.scan import _kernels as K
 from baracuda.scan import reference as R
 from baracuda.types import ScanKind
 
-DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
 # (op, dtype, rows, n, reverse)
 CASES: list[tuple[str, str, int, int, bool]] = [
     ("cumsum", "bf16", 4096, 8192, False),
@@ -86,7 +85,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     g = torch.Generator(device="cuda").manual_seed(7)
     for op, dt, r, n, rev in CASES:
-        x = torch.randn(r, n, device="cuda", dtype=DT[dt], generator=g)
+        x = torch.randn(r, n, device="cuda", dtype=DTYPES[dt], generator=g)
         if op == "cumprod":
             x = 1 + x / 200
         nbytes = x.numel() * x.element_size()
@@ -108,7 +107,7 @@ def main() -> None:
                 y = _call(op, x, rev)
                 torch.cuda.synchronize()
                 if names:  # the first call of a setting dispatches; later ones replay
-                    rec[f"{s}_kernel"] = names[-1].split("/")[0].split("_", 2)[-1]
+                    rec[f"{s}_kernel"] = kernel_kind(names[-1])
                 err = float(np.abs(y.double().cpu().numpy() - ref).max() / scale)
                 rec[f"{s}_err"] = max(err, rec.get(f"{s}_err", 0.0))
                 times[s].append(time_us(lambda: _call(op, x, rev)))
