@@ -1,5 +1,5 @@
 """logcumsumexp over the shapes of its kernels, on data that takes a lane's two ways (scan.cu,
-``LseOp::fast``): a lane's outputs from the sums of its exps (one log an output), or pushed
+``LseOp::lane_outputs``): a lane's outputs from the sums of its exps (one log an output), or pushed
 one by one where a lane's values rise far above what came before them.
 Times ``baracuda.logcumsumexp`` (the bench's method, ``time_us``: L2 flushed, median) with a
 same-bytes ``copy_`` in the same process, names the kernels each case launches, and checks

@@ -547,11 +547,11 @@ def test_logcumsumexp_warp_rows(element: ElementKind, monkeypatch: Any) -> None:
 
 
 def _lane_lines(rows: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    """(rows, n) float64 lines that take both of a lane's ways (scan.cu, LseOp::fast), by
-    line modulo 8: spread 1 (sums), spread 100 (lanes at a line's start and after a jump
-    push), a ramp rising 8 a position (pushes wherever the ramp outgrows the carry; a saw of
-    4096 positions, within f16's range), a falling one, -inf before a ramp, a +inf, a NaN,
-    and every 16th line all -inf."""
+    """(rows, n) float64 lines that take both of a lane's ways (scan.cu,
+    LseOp::lane_outputs), by line modulo 8: spread 1 (sums), spread 100 (lanes at a line's
+    start and after a jump push), a ramp rising 8 a position (pushes wherever the ramp
+    outgrows the carry; a saw of 4096 positions, within f16's range), a falling one, -inf
+    before a ramp, a +inf, a NaN, and every 16th line all -inf."""
     x = rng.standard_normal((rows, n))
     k = np.arange(n)
     ramp = 8.0 * ((k % 4096) - min(n, 4096) / 2)
@@ -572,7 +572,7 @@ def _lane_lines(rows: int, n: int, rng: np.random.Generator) -> np.ndarray:
 
 def _assert_lse_tight(y: Any, ref: np.ndarray, element: ElementKind, what: str) -> None:
     """f32 and f64 logcumsumexp within a few of their rounding units of float64's (what the
-    lanes' floor keeps, scan.cu LseOp::fast): 1.5e-6 and 1e-13 of max(1, |ref|), NaN and the
+    lanes' floor keeps, scan.cu LseOp::lane_outputs): 1.5e-6 and 1e-13 of max(1, |ref|), NaN and the
     infinities where the reference has them; beyond the suite's bound. f16/bf16: nothing."""
     if element not in (ElementKind.F32, ElementKind.F64):
         return
@@ -589,7 +589,7 @@ def test_logcumsumexp_pipelined_lanes(element: ElementKind, monkeypatch: Any) ->
     """logcumsumexp on the pipelined rows (pipe1) takes a lane's values in two passes (the
     lane's run, then its outputs from the sums of its exps against its maximum) unless the
     lane's first sum falls under a floor, where it pushes them one by one (scan.cu,
-    LseOp::outputs). Rows that take either way, and both within a warp (``_lane_lines``);
+    LseOp::lane_outputs). Rows that take either way, and both within a warp (``_lane_lines``);
     both directions, on poisoned outputs, against float64 (the forward: the backward
     takes no lanes of this kind). f32 and f64 within a few of their rounding units (the
     floor's purpose), beyond the suite's bound."""

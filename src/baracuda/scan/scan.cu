@@ -351,38 +351,27 @@ struct LseOp {
     }
     return {mx, acc};
   }
-  // The outputs y[k] = value(join(p, the run of v(0)..v(k))) from lane_run's M and t:
-  // R + log(base + t[k] cl), base = p.s exp(p.m - R), cl = exp(M - R), R = max(p.m, M):
-  // `fast` sets the lane's R, cl and base, `outputs` takes a log an output (y may be t). An
-  // exp(d) of d far under 0 is off by about |d| 2^-24 of itself, and under 2^-126 it is 0:
-  // where such terms carry an output, pushing is exact where this is not. So `fast` is false
+  // The outputs y[k] = value(join(p, the run of v(0)..v(k))) from lane_run's M and t (y may
+  // be t): R + log(base + t[k] cl), base = p.s exp(p.m - R), cl = exp(M - R), R = max(p.m, M),
+  // a log an output. An exp(d) of d far under 0 is off by about |d| 2^-24 of itself, and under
+  // 2^-126 it is 0: where such terms carry an output, pushing is exact where this is not. So
   // where the lane's first sum (the least) is under kFloor of exp(R) (or NaN; p.m is NaN only
-  // where the carry is): otherwise every term that carries an output is within log(1 / kFloor)
-  // of R, and its error within that many 2^-24 (f32 and f64 inputs: 2^-8, so within about
-  // 6 * 2^-24, as pushing; f16 and bf16, whose outputs round to 2^-11 and 2^-8: 2^-80, under
-  // which flushed terms could matter).
-  template <int K>
-  __device__ bool fast(const Run& p, A M, const A (&t)[K], A& R, A& cl, A& base) const {
-    constexpr double kFloor = sizeof(BC_T) == 2 ? 0x1p-80 : 0x1p-8;
-    R = fmax(p.m, M);
-    cl = M == R ? A(1) : lse_exp(M - R);
-    base = p.s * (p.m == R ? A(1) : lse_exp(p.m - R));
-    return fma(t[0], cl, base) >= A(kFloor);
-  }
-  template <int K>
-  __device__ void outputs(A R, A cl, A base, const A (&t)[K], A (&y)[K]) const {
-#pragma unroll
-    for (int k = 0; k < K; ++k) y[k] = R + log_run(fma(t[k], cl, base));
-  }
-  // Both for one lane's values: where `fast` is false, the lane's values v(k) (read again)
-  // are pushed one by one from p. The choice is the warp's: where its lanes chose each for
-  // itself, they took both ways one after the other (up to 15 % slower, round 68).
+  // where the carry is), the lane's values v(k) (read again) are pushed one by one from p;
+  // otherwise every term that carries an output is within log(1 / kFloor) of R, and its error
+  // within that many 2^-24 (f32 and f64 inputs: 2^-8, so within about 6 * 2^-24, as pushing;
+  // f16 and bf16, whose outputs round to 2^-11 and 2^-8: 2^-80, under which flushed terms
+  // could matter). The choice is the warp's: where its lanes chose each for itself, they took
+  // both ways one after the other (up to 15 % slower, docs/benchmarks.md round 68).
   template <int K, class V>
   __device__ void lane_outputs(Run p, A M, const A (&t)[K], const V& v, A (&y)[K]) const {
-    A R, cl, base;
-    const bool ok = fast(p, M, t, R, cl, base);
+    constexpr double kFloor = sizeof(BC_T) == 2 ? 0x1p-80 : 0x1p-8;
+    const A R = fmax(p.m, M);
+    const A cl = M == R ? A(1) : lse_exp(M - R);
+    const A base = p.s * (p.m == R ? A(1) : lse_exp(p.m - R));
+    const bool ok = fma(t[0], cl, base) >= A(kFloor);
     if (__all_sync(__activemask(), ok)) {
-      outputs(R, cl, base, t, y);
+#pragma unroll
+      for (int k = 0; k < K; ++k) y[k] = R + log_run(fma(t[k], cl, base));
     } else {  // rare: values far under a lane's maximum
 #pragma unroll
       for (int k = 0; k < K; ++k) {
