@@ -38,12 +38,13 @@ from baracuda.scan._kernels import (
     PAIR_OPS,
     PIPE_AUX_OPS,
     PIPE_OPS,
-    RING_FORWARD_OPS,
     RING_OPS,
     ROUNDS_GROUPS,
     ROUNDS_KINDS,
     ROUNDS_OPS,
     ROWREG_KINDS,
+    ROWREG_MAX_KINDS,
+    ROWREG_OPS,
     SCAN_GROUPS,
     SCAN_SOURCES,
     SEG1_OPS,
@@ -1058,7 +1059,8 @@ _ALL_ENTRIES = (
     | {f"scan_{op}_strip_narrow" for op in STRIP_NARROW_ENTRY_OPS}
     | {f"scan_{op}_strip6" for op in STRIP_MANY_ENTRY_OPS}
     | {f"scan_{op}_ring" for op in RING_OPS}
-    | {f"scan_{op}_{k}" for op in RING_FORWARD_OPS for k in ROWREG_KINDS}
+    | {f"scan_{op}_{k}" for op in ROWREG_OPS
+       for k in (ROWREG_MAX_KINDS if op == "max" else ROWREG_KINDS)}
     | {"scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
        _SHARED}
     | {f"scan_{op}_{k}" for op in LINES_OPS for k in LINES_KINDS}
@@ -1176,8 +1178,11 @@ _PIPE_MAX_F32 = {"scan_max_pipe1": 3, "scan_max_pipe1w": 4}
 def test_cummax_pipelined_rows(reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """cummax/cummin rows that a warp takes one each run on pipe1 where x, y and the int64
     indices are contiguous with every row on 16 bytes (or there are no indices); misaligned or
-    strided indices, and the backward's winner flags (mode bit 2), keep rows1."""
+    strided indices, and the backward's winner flags (mode bit 2), keep rows1. (Rows of 32
+    KiB take the registers: ROWREG off here, test_rows_in_registers_entry.)"""
     from baracuda.scan import _kernels as K
+
+    monkeypatch.setattr(K, "ROWREG", False)
 
     def launch(idx: Slot | None, mode: int = 0) -> str:
         log = _LaunchLog("sm_90")
@@ -1716,7 +1721,8 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Contiguous cumsum/cumprod rows of more than 4 KiB and at most 32 KiB, of one stride and
     whole 16-byte vectors, take a block a row in registers
-    (rowreg2 up to 8 KiB, rowreg4 up to 16 KiB, rowreg8 up to 32 KiB): with IN0 and OUT only,
+    (rowreg2 up to 8 KiB, rowreg4 up to 16 KiB, rowreg8 up to 32 KiB): with IN0 and OUT only
+    (cummax/cummin: and their int64 indices, aligned and contiguous along the axis),
     never with the switch off; one launch of a block a row, in both directions, whose blocks
     ask L2 for the row as many rows on as the SMs hold blocks (ROWREG_PREFETCH; none when
     off)."""
@@ -1726,15 +1732,37 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
     x = Slot(4096 + offset, strides or _dense(shape))
     y = Slot(1 << 30, _dense(shape))
 
-    def entry(ops: list[Slot | None], op: str = "sum") -> str | None:
-        params = K._params(shape, axis, ops, (0, 3), itemsize, "rows", False, 0)
+    def entry(ops: list[Slot | None], op: str = "sum", mode: int = 0,
+              reverse: bool = False) -> str | None:  # fmt: skip
+        params = K._params(shape, axis, ops, (0, 3), itemsize, "rows", reverse, mode)
         return K._rowreg(op, params, ops, itemsize)
 
     assert entry([x, None, None, y, None]) == (kind and f"scan_sum_{kind}")
     assert entry([x, None, None, y, None], "prod") == (kind and f"scan_prod_{kind}")
     assert entry([x, y, None, y, None]) is None
     assert entry([x, None, None, y, None], "lse") is None
-    assert entry([x, None, None, y, None], "max") is None
+    # cummax/cummin (rows of more than 8 KiB, ROWREG_MAX): values alone, or with int64
+    # indices contiguous along the axis, every row on 16 bytes; not misaligned or strided
+    # indices, nor the backward's winner flags; not 2-byte rows of up to 16 KiB in reverse
+    mx = kind if kind != "rowreg2" else None
+    assert entry([x, None, None, y, None], "max") == (mx and f"scan_max_{mx}")
+    idx = Slot(1 << 34, _dense(shape))
+    assert entry([x, None, None, y, idx], "max") == (mx and f"scan_max_{mx}")
+    assert entry([x, None, None, y, idx], "max", mode=3) == (mx and f"scan_max_{mx}")
+    assert entry([x, None, None, y, idx], "max", mode=4) is None
+    assert entry([x, None, None, y, Slot((1 << 34) + 8, _dense(shape))], "max") is None
+    rev = entry([x, None, None, y, idx], "max", reverse=True)
+    assert rev == (None if itemsize == 2 and kind == "rowreg4" else mx and f"scan_max_{mx}")
+    if len(shape) == 2:
+        rows, n = shape
+        assert entry([x, None, None, y, Slot(1 << 34, (n + 2, 1))], "max") == (
+            mx and f"scan_max_{mx}")  # padded rows, each on 16 bytes
+        assert entry([x, None, None, y, Slot(1 << 34, (n + 1, 1))], "max") is None
+        assert entry([x, None, None, y, Slot(1 << 34, (1, rows))], "max") is None
+    monkeypatch.setattr(K, "ROWREG_MAX", False)
+    assert entry([x, None, None, y, idx], "max") is None
+    monkeypatch.setattr(K, "ROWREG_MAX", True)
+    assert entry([x, None, None, y, idx], "sum") is None
     if kind:
         log = _LaunchLog("sm_90")
         log.resident_of[f"scan_prod_{kind}"] = 3

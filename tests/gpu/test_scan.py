@@ -2739,7 +2739,40 @@ def _rowreg_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, 
     return cases
 
 
-@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD], ids=lambda k: k.value)
+def _extrema_rows(kind: ScanKind, x: Any, reverse: bool, label: str, want: str,
+                  seen: list[str]) -> None:  # fmt: skip
+    """cummax/cummin over rows in registers (each launch taking ``want``): NaNs (they stick,
+    the index the latest NaN) and both tie breaks, against the float64 reference; the values
+    alone (no indices) equal the values of the launch with indices."""
+    el = ElementKind.parse(x.dtype)
+    rows = x.clone().reshape(-1, x.shape[-1])  # contiguous, rows one stride apart
+    rows[0, 5] = float("nan")  # near the start: every later output of the row NaN
+    if rows.shape[0] > 1:
+        rows[1, 3::97] = float("nan")
+        rows[1, -1] = float("nan")
+    if rows.shape[0] > 2:
+        rows[2] = 1.5  # every position a tie
+    xs = rows.reshape(x.shape)
+    for tie in (TieBreak.FIRST, TieBreak.LAST):
+        seen.clear()
+        y, idx = run_forward(kind, xs, -1, reverse, tie)
+        assert seen == [want], (label, seen)
+        v, r = R.scan(kind, _np64(xs), -1, reverse, tie)
+        assert_close(y, v, el, what=f"{label} NaN {tie.value}")
+        np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(r), err_msg=f"{label} {tie}")
+    s = stream()
+    plan = ScanPlan.select(s, ScanDescriptor(kind, tuple(x.shape), -1, el, reverse))
+    y = poisoned(tuple(x.shape), el)
+    seen.clear()
+    plan.run(s, bc.Workspace.allocate(plan.workspace_size(), s), ScanArgs(x, y))
+    torch.cuda.synchronize()
+    assert seen == [want], (label, "values alone", seen)
+    y_idx, _ = run_forward(kind, x, -1, reverse)
+    assert torch.equal(y, y_idx), f"{label}: values alone differ"
+
+
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, *EXTREMA],
+                         ids=lambda k: k.value)  # fmt: skip
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Contiguous rows of more than 4 KiB and at most 32 KiB held in registers, a block a row
@@ -2748,41 +2781,64 @@ def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatc
     ROWREG_PREFETCH), a rank-3 tensor, padded rows; both directions, forward and backward (the
     cumsum backward is a reverse cumsum of dy: rowreg too), on poisoned outputs against the
     float64 reference, bit for bit repeatable, and within rounding of the same launch without
-    ROWREG; and layouts that must not take it. Rows of 16 and 32 KiB take the registers where
-    the ring would take them too, longer ones the ring."""
+    ROWREG (cummax/cummin: the same values and indices); and layouts that must not take it.
+    Rows of 16 and 32 KiB take the registers where the ring would take them too, longer ones
+    the ring (cummax/cummin: not the registers). cummax/cummin take rows of more than 8 KiB
+    (ROWREG_MAX_MIN_BYTES), not 2-byte rows of up to 16 KiB in reverse, and are checked with
+    NaNs, both tie breaks, and without indices too (``_extrema_rows``)."""
     from baracuda.scan import _kernels as K
 
     assert K.ROWREG
     seen = launched_kernels(monkeypatch)
+    extrema = kind in EXTREMA
     for what, x, want in _rowreg_cases(element, kind):
         for reverse in (False, True):
             label = f"rowreg {what} {tuple(x.shape)} rev={reverse}"
+            expect = want
+            if extrema and want and (want.endswith("rowreg2") or (
+                    reverse and element.itemsize == 2 and want.endswith("rowreg4"))):  # fmt: skip
+                expect = None  # rows of 8 KiB or less; 2-byte ones of 16 KiB in reverse
             seen.clear()
-            y, _ = run_forward(kind, x, -1, reverse)
+            y, idx = run_forward(kind, x, -1, reverse)
             got = [k for k in seen if "rowreg" in k]
-            assert got == ([want] if want else []), (label, seen)
+            assert got == ([expect] if expect else []), (label, seen)
             sc = scale_of(kind, x.shape[-1])
-            assert_close(y, R.scan(kind, _np64(x), -1, reverse), element, scale=sc, what=label)
-            again, _ = run_forward(kind, x, -1, reverse)
+            ref = R.scan(kind, _np64(x), -1, reverse)
+            if extrema:
+                np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(ref[1]), err_msg=label)
+                ref = ref[0]
+            assert_close(y, ref, element, scale=sc, what=label)
+            again, idx2 = run_forward(kind, x, -1, reverse)
             assert torch.equal(y, again), f"{label}: a second run differs"
             check_op(kind, element, x, -1, reverse, label)  # forward and backward
-            if want:
+            if expect:
                 monkeypatch.setattr(K, "ROWREG", False)
                 seen.clear()
-                y_plain, _ = run_forward(kind, x, -1, reverse)
+                y_plain, idx_plain = run_forward(kind, x, -1, reverse)
                 monkeypatch.setattr(K, "ROWREG", True)
                 assert not any("rowreg" in k for k in seen), seen
                 assert_close(y, _np64(y_plain), element, scale=sc, what=f"{label} vs without")
+                if extrema:
+                    assert torch.equal(y, y_plain) and torch.equal(idx, idx_plain), label
+                    assert torch.equal(idx, idx2), f"{label}: a second run's indices differ"
+                    _extrema_rows(kind, x, reverse, label, expect, seen)
     lanes = 16 // element.itemsize
     for kib, kernel in ((16, "rowreg4"), (32, "rowreg8"), (32 + 16 / 1024, "ring")):
         n = int(kib * 1024) // element.itemsize
         x = torch.from_numpy(make_input(kind, (1200, n), 171)).to("cuda", torch_dtype(element))
         assert n % lanes == 0
         seen.clear()
-        y, _ = run_forward(kind, x, -1, False)
-        assert seen == [f"scan_{_op_of(kind)}_{kernel}"], seen
-        assert_close(y, R.scan(kind, _np64(x), -1, False), element,
-                     scale=scale_of(kind, n), what=f"1200 rows of {kib} KiB")  # fmt: skip
+        y, idx = run_forward(kind, x, -1, False)
+        if extrema and kernel == "ring":  # no ring, nor registers
+            assert len(seen) == 1 and "rowreg" not in seen[0], seen
+        else:
+            assert seen == [f"scan_{_op_of(kind)}_{kernel}"], seen
+        ref = R.scan(kind, _np64(x), -1, False)
+        if extrema:
+            np.testing.assert_array_equal(idx.cpu().numpy(), np.asarray(ref[1]))
+            ref = ref[0]
+        assert_close(y, ref, element, scale=scale_of(kind, n),
+                     what=f"1200 rows of {kib} KiB")  # fmt: skip
 
 
 def _ring_backward_cases(element: ElementKind, kind: ScanKind) -> list[tuple[str, Any, bool]]:

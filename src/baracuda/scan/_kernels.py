@@ -122,6 +122,9 @@ __all__ = [
     "RING_FORWARD_OPS",
     "ROWREG",
     "ROWREG_KINDS",
+    "ROWREG_OPS",
+    "ROWREG_MAX",
+    "ROWREG_MAX_KINDS",
     "STREAM_ROWS",
     "STREAM_LINES",
     "STREAM_ITEMSIZES",
@@ -843,14 +846,40 @@ ROWREG_PREFETCH = True
 ROWREG_MIN_BYTES = 4096 + 16
 ROWREG_MAX_BYTES = 32768  # rowreg8: 8 vectors a lane, 256 lanes
 ROWREG_KINDS = ("rowreg2", "rowreg4", "rowreg8")
+ROWREG_OPS = (*RING_FORWARD_OPS, "max")
+# Switch: cummax/cummin's contiguous rows of more than 8 KiB and at most 32 KiB (values and
+# int64 indices, or values alone; rowreg4 and rowreg8: ROWREG_MAX_KINDS) take a block a row in
+# registers too, where each lane folds each of its vectors and walks it again for the outputs
+# (scan.cu, scan_rowreg_dir's kIdx), except 2-byte rows of at most 16 KiB in reverse. On an
+# H200 (docs/benchmarks.md, round 70), µs, warp rows (pipe1, pipe1w; rows8 where the rows fill
+# no wave) -> registers: f32 4096 x 8192 158.7 -> 153.0 (reverse 162.7 -> 160.0), 4096 x 4096
+# 83.6 -> 74.1; bf16 4096 x 8192 119.9 -> 113.1, 16384 x 8192 440.0 -> 421.9, 1000 x 8192
+# 55.8 -> 33.2, 2048 x 16384 198.0 -> 129.4; f64 4096 x 4096 124.9 -> 123.0. Slower: rows of 8
+# KiB or less (rowreg2: f32 16384 x 2048 147.6 -> 163.5, bf16 8192 x 4096 117.2 -> 124.6)
+# and bf16 4096 x 8192 in reverse (119.8 -> 122.8). Read at each launch.
+ROWREG_MAX = True
+ROWREG_MAX_MIN_BYTES = 8192 + 16
+ROWREG_MAX_KINDS = ("rowreg4", "rowreg8")
 
 
 def _rowreg(op: str, params: Params, operands: Sequence[Slot | None],
             itemsize: int) -> str | None:  # fmt: skip
-    """The rowreg entry that takes the rows of ``params`` (ROWREG), or None."""
+    """The rowreg entry that takes the rows of ``params`` (ROWREG), or None. cummax/cummin's
+    indices (AUX), where given, lie contiguous along the axis, each row on 16 bytes (int64
+    indices, not the backward's winner flags: ``mode`` bit 2 clear)."""
     rowb = params.n * itemsize
-    if not (ROWREG and op in RING_FORWARD_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
-            and _whole_vector_rows(params, operands, [IN0, OUT], itemsize)):  # fmt: skip
+    slots = [IN0, OUT]
+    if op == "max":
+        if not ROWREG_MAX or rowb < ROWREG_MAX_MIN_BYTES or (
+                params.reverse and itemsize == 2 and rowb <= 16384):  # fmt: skip
+            return None
+        aux = params.op[AUX]
+        if operands[AUX] is not None:
+            if params.mode & 4 or aux.axis_stride != 1 or aux.ptr % 16 or aux.outer.v[0] % 2:
+                return None
+            slots.append(AUX)
+    if not (ROWREG and op in ROWREG_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
+            and _whole_vector_rows(params, operands, slots, itemsize)):  # fmt: skip
         return None
     return f"scan_{op}_rowreg{2 if rowb <= 8192 else 4 if rowb <= 16384 else 8}"
 
@@ -1186,7 +1215,8 @@ def _group_entries(group: str) -> tuple[str, ...]:
         + tuple(f"scan_{op}_strip_narrow" for op in ops if op in STRIP_NARROW_ENTRY_OPS)
         + tuple(f"scan_{op}_strip6" for op in ops if op in STRIP_MANY_ENTRY_OPS)
         + tuple(f"scan_{op}_ring" for op in ops if op in RING_OPS)
-        + tuple(f"scan_{op}_{k}" for op in ops if op in RING_FORWARD_OPS for k in ROWREG_KINDS)
+        + tuple(f"scan_{op}_{k}" for op in ops if op in ROWREG_OPS
+                for k in (ROWREG_MAX_KINDS if op == "max" else ROWREG_KINDS))
         + tuple(f"scan_{op}_lbpair" for op in ops if op in PAIR_OPS)
         + (("scan_max_bwd_rows", "scan_max_bwd_rows8", "scan_max_bwd_ring", "scan_max_bwd_ring8",
             "scan_max_bwd_strip")
@@ -1668,7 +1698,7 @@ _SWITCHES = (
     "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
     "SHORT_MAX", "SHORT_GRID_PER_SM", "ROWREG", "ROWREG_MIN_BYTES", "ROWREG_MAX_BYTES",
-    "ROWREG_PREFETCH",
+    "ROWREG_PREFETCH", "ROWREG_MAX", "ROWREG_MAX_MIN_BYTES",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1685,7 +1715,7 @@ _FIXED = (
     "RING_BACKWARD_CHUNK", "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK",
     "RING_MAX_BACKWARD_STAGES", "COLS_STATES_OPS",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SHORT_MANY", "SHORT1_MANY",
-    "SHORT1_RESIDENT", "ROWREG_KINDS",
+    "SHORT1_RESIDENT", "ROWREG_KINDS", "ROWREG_OPS", "ROWREG_MAX_KINDS",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
 _GLOBALS = globals()

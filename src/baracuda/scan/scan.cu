@@ -5086,13 +5086,21 @@ __device__ void scan_ring(const Params& P) {
 // row's end (rows of fewer vectors) are zero and come after every position of the row in
 // scan order; they are not stored. The host's condition is the ring's: one input, rows one
 // stride apart, whole 16-byte vectors (ROWREG).
+// cummax/cummin (MaxOp32, kIdx) keep no state a position, whose key and index would take
+// 2 * V * L registers: a lane folds each of its vectors into one state, the warp scans those,
+// and the lane walks its positions again from the state before each vector for the outputs,
+// its indices stored by the whole warp (warp_pairs, store_pairs' order), every store
+// instruction 512 contiguous bytes. The indices' rows are contiguous and 16-byte aligned (the
+// host's _rowreg).
 template <typename T, typename A, class Op, int V, bool kRev>
 __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
   typedef typename Op::S S;
-  static_assert(!Op::kAuxIn && !Op::kAuxOut && !kRunOp<Op> && kInputsY<Op> == 1,
-                "rows in registers take one-input ops of states");
+  constexpr bool kIdx = Op::kAuxOut;
+  static_assert(!Op::kAuxIn && !kFlagOut<Op> && !kRunOp<Op> && kInputsY<Op> == 1,
+                "rows in registers take one-input ops of states (cummax/cummin: indices)");
   constexpr int L = 16 / (int)sizeof(T);
   constexpr int W = kBlock / 32;
+  constexpr int C = L / 2;  // kIdx: index pairs a lane's vector
   __shared__ S warp_tot[2][W];
   const Op op{P.mode};
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
@@ -5101,6 +5109,12 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
   unsigned char* out = reinterpret_cast<unsigned char*>(P.op[OUT].ptr);
   const i64 ins = P.op[IN0].outer.v[0] * (i64)sizeof(T);  // the rows' strides in bytes
   const i64 outs = P.op[OUT].outer.v[0] * (i64)sizeof(T);
+  [[maybe_unused]] i64* aux = nullptr;  // kIdx: the indices, or none
+  [[maybe_unused]] int4* slots = nullptr;
+  if constexpr (kIdx) {
+    aux = static_cast<i64*>(P.op[AUX].ptr);
+    slots = warp_pairs<L>();
+  }
   int half = 0;
   for (i64 r = blockIdx.x; r < P.rows; r += gridDim.x, half ^= 1) {  // uniform over the block
     const unsigned char* src = in + r * ins;
@@ -5115,10 +5129,31 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
     }
     if (t == 0 && P.chunk_len > 0 && r + P.chunk_len < P.rows)
       prefetch_l2_bulk(in + (r + P.chunk_len) * ins, (unsigned)rowb);
-    S st[V][L];
+    // kIdx: the physical position of element i (in scan order) of this lane's vector j
+    const auto phys = [&](int j, int i) {
+      const int q = (w * V * 32 + j * 32 + lane) * L + i;
+      return kRev ? (int)P.n - 1 - q : q;
+    };
+    const auto make = [&](int j, int i) {
+      T e[L];
+      memcpy(e, &raw[j], 16);
+      const A a = to_acc(e[kRev ? L - 1 - i : i]);
+      return op.make(&a, 0, phys(j, i));
+    };
+    S st[kIdx ? 1 : V][kIdx ? 1 : L];  // every position's state (else none)
+    [[maybe_unused]] S ex[kIdx ? V : 1];  // kIdx: the state before each vector of the lane
     S wcarry = op.identity();
 #pragma unroll
-    for (int j = 0; j < V; ++j) warp_vec_scan<T, A, Op, kRev>(op, raw[j], st[j], wcarry, lane);
+    for (int j = 0; j < V; ++j) {
+      if constexpr (kIdx) {
+        S fold[1] = {make(j, 0)};
+#pragma unroll
+        for (int i = 1; i < L; ++i) fold[0] = op.combine(fold[0], make(j, i));
+        ex[j] = warp_states_scan<1, Op, false>(op, fold, wcarry, lane);
+      } else {
+        warp_vec_scan<T, A, Op, kRev>(op, raw[j], st[j], wcarry, lane);
+      }
+    }
     if (lane == 0) warp_tot[half][w] = wcarry;
     __syncthreads();  // this half of warp_tot is next written two rows later, past a barrier
     S pre = op.identity();
@@ -5129,15 +5164,49 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
     for (int j = 0; j < V; ++j) {
       const i64 vb = (i64)(w * V * 32 + j * 32 + lane) * 16;
       T o[L];
+      if constexpr (kIdx) {
+        S run = op.combine(pre, ex[j]);
+        [[maybe_unused]] i64 pend = 0;  // the index of an even position
 #pragma unroll
-      for (int i = 0; i < L; ++i) {
-        const S inc = op.combine(pre, st[j][i]);
-        o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, inc, nullptr, A(1), 0));
+        for (int i = 0; i < L; ++i) {
+          run = op.combine(run, make(j, i));
+          o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(run, run, nullptr, A(1), 0));
+          const i64 win = op.winner(run, run, nullptr, 0, 0);
+          if (i % 2 == 0) {
+            pend = win;
+          } else {  // scan positions i - 1, i: physical p + 1, p in reverse
+            slots[pair_slot<L>(kRev ? 31 - lane : lane, (kRev ? L - 1 - i : i) / 2)] =
+                kRev ? idx_pair(win, pend) : idx_pair(pend, win);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < L; ++i) {
+          const S inc = op.combine(pre, st[j][i]);
+          o[kRev ? L - 1 - i : i] = from_acc<T>(op.out_value(inc, inc, nullptr, A(1), 0));
+        }
       }
       int4 word;
       memcpy(&word, o, 16);
       int4* q = reinterpret_cast<int4*>(dst + (kRev ? rowb - 16 - vb : vb));
       if (vb < rowb) __stcs(q, word);
+      if constexpr (kIdx) {
+        if (aux != nullptr) {  // the warp's 32 * L indices, pair k of physical lane k / C
+          const i64 v0 = w * V * 32 + j * 32;  // the warp's first vector in scan order
+          const i64 nv = rowb / 16;
+          __syncwarp();
+#pragma unroll
+          for (int u = 0; u < C; ++u) {
+            const int k = u * 32 + lane, pl = k / C;
+            const i64 sv = v0 + (kRev ? 31 - pl : pl);  // that lane's vector in scan order
+            const i64 e = (kRev ? nv - 1 - sv : sv) * L + (k % C) * 2;  // its pair's element
+            if (sv < nv)
+              __stcs(reinterpret_cast<int4*>(aux + r * P.op[AUX].outer.v[0] + e),
+                     slots[pair_slot<L>(pl, k % C)]);
+          }
+          __syncwarp();
+        }
+      }
     }
   }
 }
@@ -6111,15 +6180,15 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 // Contiguous rows of up to 8, 16 or 32 KiB in registers (scan_rowreg: 2, 4 or 8 vectors a
 // lane), at least two blocks an SM (at most 128 registers; 48-126 used on sm_90, none
 // spilled).
-#define BC_SCAN_ROWREG_ENTRY1(name, OP, kind, V)                                       \
-  extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_##name##_##kind)( \
-      bc::scan::Params p) {                                                          \
-    bc::scan::scan_rowreg<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, V>(p);                 \
+#define BC_SCAN_ROWREG_ENTRY1(name, OP, kind, V, MINB)                                    \
+  extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(scan_##name##_##kind)( \
+      bc::scan::Params p) {                                                             \
+    bc::scan::scan_rowreg<BC_T, BC_ACC, bc::scan::OP<BC_ACC>, V>(p);                    \
   }
-#define BC_SCAN_ROWREG_ENTRY(name, OP)        \
-  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg2, 2) \
-  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg4, 4) \
-  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg8, 8)
+#define BC_SCAN_ROWREG_ENTRY(name, OP)           \
+  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg2, 2, 2) \
+  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg4, 4, 2) \
+  BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg8, 8, 2)
 // Few long rows in one pass (sm_90; the host launches them for no other arch), in programs
 // of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, a cooperative launch that
 // zeroes its own workspace, two blocks an SM (80 registers: ptxas counts the 352 threads as
@@ -6233,6 +6302,14 @@ BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1, scan_pipe, 256, sizeof(BC_T) == 2 ? 2 :
 // The same in 4 blocks an SM (64 registers, 40 bytes of stack in f32): the host takes it in
 // f32 where the rows fill one wave of 4 blocks an SM and not of 3 (_kernels.PIPE_MAX_WAVE)
 BC_SCAN_BLOCK_ENTRY(max, MaxOp32, pipe1w, scan_pipe, 256, 4)
+// cummax/cummin's rows of more than 8 KiB in registers (the host's ROWREG_MAX_KINDS): four
+// vectors a lane in three blocks an SM (77-79 registers), eight in two (116-128; f64 in three,
+// 80 and 32 bytes of stack). On an H200 (docs/benchmarks.md, round 70), rowreg4 in two blocks
+// an SM took bf16 4096 x 8192 in 121.1 us, in three 113.1 (warp rows 119.9); rowreg8 in
+// three f32 4096 x 8192 in 166.0 (spilled), in two 153.0 (warp rows 158.7); f64 4096 x 4096
+// in three 123.0, in two 135.5 (warp rows 124.9).
+BC_SCAN_ROWREG_ENTRY1(max, MaxOp32, rowreg4, 4, 3)
+BC_SCAN_ROWREG_ENTRY1(max, MaxOp32, rowreg8, 8, sizeof(BC_T) == 8 ? 3 : 2)
 BC_SCAN_STRIP_ENTRY(max, MaxStripOp)
 BC_SCAN_STRIP512_ENTRY(max, MaxStripOp)
 // pairs of lines (their indices a 16-byte store), 16 words of loads a batch
