@@ -852,11 +852,12 @@ ROWREG_OPS = (*RING_FORWARD_OPS, "max")
 # registers too, where each lane folds each of its vectors and walks it again for the outputs
 # (scan.cu, scan_rowreg_dir's kIdx), except 2-byte rows of at most 16 KiB in reverse. On an
 # H200 (docs/benchmarks.md, round 70), µs, warp rows (pipe1, pipe1w; rows8 where the rows fill
-# no wave) -> registers: f32 4096 x 8192 158.7 -> 153.0 (reverse 162.7 -> 160.0), 4096 x 4096
-# 83.6 -> 74.1; bf16 4096 x 8192 119.9 -> 113.1, 16384 x 8192 440.0 -> 421.9, 1000 x 8192
-# 55.8 -> 33.2, 2048 x 16384 198.0 -> 129.4; f64 4096 x 4096 124.9 -> 123.0. Slower: rows of 8
-# KiB or less (rowreg2: f32 16384 x 2048 147.6 -> 163.5, bf16 8192 x 4096 117.2 -> 124.6)
-# and bf16 4096 x 8192 in reverse (119.8 -> 122.8). Read at each launch.
+# no wave) -> registers: f32 4096 x 8192 160.9 -> 152.9 (reverse 164.5 -> 159.3), 4096 x 4096
+# 84.7 -> 74.3; bf16 4096 x 8192 121.3 -> 112.5, 16384 x 8192 446.8 -> 421.9, 1000 x 8192
+# 56.0 -> 33.4, 2048 x 16384 197.5 -> 135.9; f64 4096 x 4096 125.5 -> 122.8. Slower in the
+# variants' runs: rows of 8 KiB or less (rowreg2: f32 16384 x 2048 147.6 -> 163.5, bf16 8192
+# x 4096 117.2 -> 124.6) and bf16 4096 x 8192 in reverse (121.7 -> 127.9). Read at each
+# launch.
 ROWREG_MAX = True
 ROWREG_MAX_MIN_BYTES = 8192 + 16
 ROWREG_MAX_KINDS = ("rowreg4", "rowreg8")
