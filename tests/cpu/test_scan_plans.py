@@ -1984,8 +1984,13 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     assert m and (int(m.group(1)), int(m.group(2))) == (K.RING_MAX_BACKWARD_CHUNK,
                                                         K.RING_BACKWARD_CHUNK)  # fmt: skip
     # the rows in registers: rowregV holds V 16-byte vectors a lane of a 256-thread block
-    kinds = dict(re.findall(r"BC_SCAN_ROWREG_ENTRY1\(name, OP, (rowreg\d), (\d)\)", text))
+    kinds = dict(re.findall(r"BC_SCAN_ROWREG_ENTRY1\(name, OP, (rowreg\d), (\d), \d\)", text))
     assert set(kinds) == set(K.ROWREG_KINDS)
+    # cummax/cummin's entries of their own (their blocks an SM), the same vectors a lane
+    max_kinds = dict(re.findall(r"BC_SCAN_ROWREG_ENTRY1\(max, MaxOp32, (rowreg\d), (\d), ", text))
+    assert set(max_kinds) == set(K.ROWREG_MAX_KINDS)
+    assert all(kinds[k] == v for k, v in max_kinds.items())
+    assert 16 * K.BLOCK * int(kinds["rowreg2"]) + 16 == K.ROWREG_MAX_MIN_BYTES  # no rowreg2
     assert 16 * K.BLOCK * int(kinds["rowreg8"]) == K.ROWREG_MAX_BYTES
     assert 16 * K.BLOCK * int(kinds["rowreg4"]) == 16384  # _rowreg's rowreg4 bound
     assert 16 * K.BLOCK * int(kinds["rowreg2"]) == 8192  # _rowreg's rowreg2 bound
