@@ -874,8 +874,8 @@ def _rowreg(op: str, params: Params, operands: Sequence[Slot | None],
         if not ROWREG_MAX or rowb < ROWREG_MAX_MIN_BYTES or (
                 params.reverse and itemsize == 2 and rowb <= 16384):  # fmt: skip
             return None
-        aux = params.op[AUX]
         if operands[AUX] is not None:
+            aux = params.op[AUX]
             if params.mode & 4 or aux.axis_stride != 1 or aux.ptr % 16 or aux.outer.v[0] % 2:
                 return None
             slots.append(AUX)

@@ -802,15 +802,25 @@ __device__ __forceinline__ int4 idx_pair(i64 lo, i64 hi) {
   return w;
 }
 // Warp-collective: the 32 * K indices put in `slots` go to dst (16-byte aligned), the
-// warp's lowest physical position; slots are free again on return.
-template <int K>
-__device__ __forceinline__ void store_pairs(i64* dst, int4* slots) {
+// warp's lowest physical position, those of physical lanes lo..hi-1 alone (the rows in
+// registers: the others lie past the row's end); kStream: evict-first stores. The slots are
+// free again on return.
+template <int K, bool kStream = false>
+__device__ __forceinline__ void store_pairs(i64* dst, int4* slots, int lo = 0, int hi = 32) {
   __syncwarp();
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int u = 0; u < K / 2; ++u) {
     const int j = u * 32 + lane;  // the warp's pair j in physical order
-    store16(reinterpret_cast<int4*>(dst) + j, slots[pair_slot<K>(j / (K / 2), j % (K / 2))]);
+    const int pl = j / (K / 2);   // of physical lane pl
+    int4* q = reinterpret_cast<int4*>(dst) + j;
+    const int4 w = slots[pair_slot<K>(pl, j % (K / 2))];
+    if (pl >= lo && pl < hi) {
+      if constexpr (kStream)
+        __stcs(q, w);
+      else
+        store16(q, w);
+    }
   }
   __syncwarp();
 }
@@ -5100,7 +5110,6 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
                 "rows in registers take one-input ops of states (cummax/cummin: indices)");
   constexpr int L = 16 / (int)sizeof(T);
   constexpr int W = kBlock / 32;
-  constexpr int C = L / 2;  // kIdx: index pairs a lane's vector
   __shared__ S warp_tot[2][W];
   const Op op{P.mode};
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
@@ -5191,20 +5200,12 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
       int4* q = reinterpret_cast<int4*>(dst + (kRev ? rowb - 16 - vb : vb));
       if (vb < rowb) __stcs(q, word);
       if constexpr (kIdx) {
-        if (aux != nullptr) {  // the warp's 32 * L indices, pair k of physical lane k / C
+        if (aux != nullptr) {  // the warp's 32 * L indices but those past the row's end
           const i64 v0 = w * V * 32 + j * 32;  // the warp's first vector in scan order
           const i64 nv = rowb / 16;
-          __syncwarp();
-#pragma unroll
-          for (int u = 0; u < C; ++u) {
-            const int k = u * 32 + lane, pl = k / C;
-            const i64 sv = v0 + (kRev ? 31 - pl : pl);  // that lane's vector in scan order
-            const i64 e = (kRev ? nv - 1 - sv : sv) * L + (k % C) * 2;  // its pair's element
-            if (sv < nv)
-              __stcs(reinterpret_cast<int4*>(aux + r * P.op[AUX].outer.v[0] + e),
-                     slots[pair_slot<L>(pl, k % C)]);
-          }
-          __syncwarp();
+          const int in = (int)min((i64)32, nv - v0);  // its vectors in the row (maybe none)
+          store_pairs<L, true>(aux + r * P.op[AUX].outer.v[0] + (kRev ? nv - v0 - 32 : v0) * L,
+                               slots, kRev ? 32 - in : 0, kRev ? 32 : in);
         }
       }
     }
