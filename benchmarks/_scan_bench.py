@@ -110,6 +110,27 @@ def lse_check(x: torch.Tensor, y: torch.Tensor, axis: int, reverse: bool) -> tup
     return err, same
 
 
+def lse_data(kind: str, shape: tuple[int, ...], axis: int, dt: str,
+             g: torch.Generator) -> torch.Tensor:  # fmt: skip
+    """logcumsumexp's input of one data kind (lse_lanes.py's docstring names them), contiguous,
+    the kind's pattern along ``axis``."""
+    x = torch.randn(shape, device="cuda", generator=g).movedim(axis, -1)
+    n = shape[axis]
+    if kind == "big":
+        x = x * 100
+    elif kind == "ramp":
+        x = x + 8.0 * torch.arange(n, device="cuda", dtype=torch.float32) - 300
+    elif kind == "special":
+        x = x * 30
+        m = torch.rand(x.shape, device="cuda", generator=g)
+        x[m < 0.05] = float("-inf")
+        x[(m > 0.5) & (m < 0.5002)] = float("inf")
+        x[(m > 0.7) & (m < 0.7001)] = float("nan")
+    elif kind == "neginf":
+        x[..., : n // 3] = float("-inf")
+    return x.movedim(-1, axis).to(DTYPES[dt]).contiguous()
+
+
 def peers_text(row: dict[str, Any]) -> str:
     """The ``copy_`` and torch columns of a printed line (empty without peers)."""
     if "copy_us" not in row:

@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 import torch
-from _scan_bench import DTYPES, kernel_kind, launched, lse_check
+from _scan_bench import kernel_kind, launched, lse_check, lse_data
 
 import baracuda as bc
 from baracuda._bench import copy_bandwidth, time_us
@@ -60,25 +60,6 @@ CASES: list[tuple[str, tuple[int, ...], int, bool]] = [
 TIMED = ("randn", "big", "ramp")
 
 
-def make(kind: str, shape: tuple[int, ...], axis: int, dt: str,
-         g: torch.Generator) -> torch.Tensor:  # fmt: skip
-    x = torch.randn(shape, device="cuda", generator=g).movedim(axis, -1)
-    n = shape[axis]
-    if kind == "big":
-        x = x * 100
-    elif kind == "ramp":
-        x = x + 8.0 * torch.arange(n, device="cuda", dtype=torch.float32) - 300
-    elif kind == "special":
-        x = x * 30
-        m = torch.rand(x.shape, device="cuda", generator=g)
-        x[m < 0.05] = float("-inf")
-        x[(m > 0.5) & (m < 0.5002)] = float("inf")
-        x[(m > 0.7) & (m < 0.7001)] = float("nan")
-    elif kind == "neginf":
-        x[..., : n // 3] = float("-inf")
-    return x.movedim(-1, axis).to(DTYPES[dt]).contiguous()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?", default="lse_lanes.json")
@@ -98,7 +79,7 @@ def main() -> None:
         if not any(m in f"{dt} {shape} {axis}" for m in a.match):
             continue
         for kind in a.data:
-            x = make(kind, shape, axis, dt, g)
+            x = lse_data(kind, shape, axis, dt, g)
             names.clear()
             y = bc.logcumsumexp(x, axis, rev)
             torch.cuda.synchronize()

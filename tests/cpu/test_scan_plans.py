@@ -1722,10 +1722,10 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
     """Contiguous cumsum/cumprod rows of more than 4 KiB and at most 32 KiB, of one stride and
     whole 16-byte vectors, take a block a row in registers
     (rowreg2 up to 8 KiB, rowreg4 up to 16 KiB, rowreg8 up to 32 KiB): with IN0 and OUT only
-    (cummax/cummin: and their int64 indices, aligned and contiguous along the axis),
-    never with the switch off; one launch of a block a row, in both directions, whose blocks
-    ask L2 for the row as many rows on as the SMs hold blocks (ROWREG_PREFETCH; none when
-    off)."""
+    (cummax/cummin: and their int64 indices, aligned and contiguous along the axis;
+    logcumsumexp: ROWREG_LSE_ITEMSIZES' rows, long and many enough), never with the switch off; one
+    launch of a block a row, in both directions, whose blocks ask L2 for the row as many rows
+    on as the SMs hold blocks (ROWREG_PREFETCH; none when off)."""
     from baracuda.scan import _kernels as K
 
     axis = len(shape) - 1
@@ -1735,11 +1735,23 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
     def entry(ops: list[Slot | None], op: str = "sum", mode: int = 0,
               reverse: bool = False) -> str | None:  # fmt: skip
         params = K._params(shape, axis, ops, (0, 3), itemsize, "rows", reverse, mode)
-        return K._rowreg(op, params, ops, itemsize)
+        return K._rowreg(op, params, ops, itemsize, 132)
 
     assert entry([x, None, None, y, None]) == (kind and f"scan_sum_{kind}")
     assert entry([x, None, None, y, None], "prod") == (kind and f"scan_prod_{kind}")
     assert entry([x, y, None, y, None]) is None
+    # logcumsumexp (ROWREG_LSE_*): f64 rows of at least 8 KiB, at least 16 rows an SM (132
+    # SMs here), IN0 and OUT only; every type, row and count with the switches opened
+    rows_all = math.prod(shape) // shape[-1]
+    lse = kind if itemsize == 8 and shape[-1] * 8 >= 8192 and rows_all >= 132 * 16 else None
+    assert entry([x, None, None, y, None], "lse") == (lse and f"scan_lse_{lse}")
+    assert entry([x, None, None, y, None], "lse", reverse=True) == (lse and f"scan_lse_{lse}")
+    assert entry([x, y, None, y, None], "lse") is None
+    for key, value in (("ROWREG_LSE_ITEMSIZES", (2, 4, 8)), ("ROWREG_LSE_MIN_BYTES", 0),
+                       ("ROWREG_LSE_MIN_ROWS_PER_SM", 0)):  # fmt: skip
+        monkeypatch.setattr(K, key, value)
+    assert entry([x, None, None, y, None], "lse") == (kind and f"scan_lse_{kind}")
+    monkeypatch.setattr(K, "ROWREG_LSE_ITEMSIZES", ())
     assert entry([x, None, None, y, None], "lse") is None
     # cummax/cummin (rows of more than 8 KiB, ROWREG_MAX): values alone, or with int64
     # indices contiguous along the axis, every row on 16 bytes; not misaligned or strided

@@ -1020,6 +1020,11 @@ def _lse_special_lines(lines: int, n: int, seed: int) -> np.ndarray:
     return x
 
 
+# logcumsumexp's rows in registers in every type, row length and count of rows
+_ROWREG_LSE_ANY: dict[str, Any] = {"ROWREG_LSE_ITEMSIZES": (2, 4, 8), "ROWREG_LSE_MIN_BYTES": 0,
+                                   "ROWREG_LSE_MIN_ROWS_PER_SM": 0}
+
+
 def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, dict[str, Any],
                                                    str]]:  # fmt: skip
     """(what, shape, axis, switches, kernel) for logcumsumexp's forward kernels: the launch
@@ -1034,6 +1039,14 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
     any_size = (2, 4, 8)  # COOP_LSE_ITEMSIZES: the cooperative kernel for every type
     return [
         ("many aligned rows", (many, 32 * lanes), -1, {"SEG_ROWS": False}, "pipe1"),
+        # rows in registers (in every type and count: _ROWREG_LSE_ANY), 2, 4 and 8 vectors a
+        # lane, whole or fewer; by default f64 alone, many rows, the others on warp rows
+        *[(f"rows of {kib} KiB{' less a vector' if less else ''} in registers",
+           (rows, kib * 1024 // element.itemsize - less * lanes), -1, _ROWREG_LSE_ANY, kernel)
+          for rows, kib, less, kernel in ((37, 8, 0, "rowreg2"), (300, 16, 1, "rowreg4"),
+                                          (29, 32, 0, "rowreg8"))],
+        ("rows of 16 KiB, default", (many, 16384 // element.itemsize), -1, {},
+         "rowreg4" if element.itemsize in K.ROWREG_LSE_ITEMSIZES else "pipe1"),
         ("many short rows, segmented", (many - 3, 24), -1, {"SEG_ONE_VECTOR": False}, "seg"),
         ("many short rows, segmented, a vector a lane", (many - 3, 24), -1, {}, "seg1"),
         ("short odd rows", (37, 129), -1, {"SEG_ROWS": False}, "rows1"),
@@ -2771,8 +2784,8 @@ def _extrema_rows(kind: ScanKind, x: Any, reverse: bool, label: str, want: str,
     assert torch.equal(y, y_idx), f"{label}: values alone differ"
 
 
-@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, *EXTREMA],
-                         ids=lambda k: k.value)  # fmt: skip
+@pytest.mark.parametrize("kind", [ScanKind.CUMSUM, ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP,
+                                  *EXTREMA], ids=lambda k: k.value)  # fmt: skip
 @pytest.mark.parametrize("element", ELEMENTS, ids=lambda e: e.value)
 def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatch: Any) -> None:
     """Contiguous rows of more than 4 KiB and at most 32 KiB held in registers, a block a row
@@ -2785,10 +2798,14 @@ def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatc
     Rows of 16 and 32 KiB take the registers where the ring would take them too, longer ones
     the ring (cummax/cummin: not the registers). cummax/cummin take rows of more than 8 KiB
     (ROWREG_MAX_MIN_BYTES), not 2-byte rows of up to 16 KiB in reverse, and are checked with
-    NaNs, both tie breaks, and without indices too (``_extrema_rows``)."""
+    NaNs, both tie breaks, and without indices too (``_extrema_rows``). logcumsumexp takes
+    them in f64 by default (many rows of at least 8 KiB: ROWREG_LSE_*), here in every type and
+    shape (its special values and lanes of both ways on every kernel: ``_lse_paths``)."""
     from baracuda.scan import _kernels as K
 
     assert K.ROWREG
+    for key, value in _ROWREG_LSE_ANY.items():
+        monkeypatch.setattr(K, key, value)
     seen = launched_kernels(monkeypatch)
     extrema = kind in EXTREMA
     for what, x, want in _rowreg_cases(element, kind):
@@ -2829,7 +2846,7 @@ def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatc
         assert n % lanes == 0
         seen.clear()
         y, idx = run_forward(kind, x, -1, False)
-        if extrema and kernel == "ring":  # no ring, nor registers
+        if (extrema or kind is ScanKind.LOGCUMSUMEXP) and kernel == "ring":  # no ring
             assert len(seen) == 1 and "rowreg" not in seen[0], seen
         else:
             assert seen == [f"scan_{_op_of(kind)}_{kernel}"], seen

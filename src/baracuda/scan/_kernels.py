@@ -125,6 +125,7 @@ __all__ = [
     "ROWREG_OPS",
     "ROWREG_MAX",
     "ROWREG_MAX_KINDS",
+    "ROWREG_LSE_ITEMSIZES",
     "STREAM_ROWS",
     "STREAM_LINES",
     "STREAM_ITEMSIZES",
@@ -846,7 +847,7 @@ ROWREG_PREFETCH = True
 ROWREG_MIN_BYTES = 4096 + 16
 ROWREG_MAX_BYTES = 32768  # rowreg8: 8 vectors a lane, 256 lanes
 ROWREG_KINDS = ("rowreg2", "rowreg4", "rowreg8")
-ROWREG_OPS = (*RING_FORWARD_OPS, "max")
+ROWREG_OPS = (*RING_FORWARD_OPS, "max", "lse")
 # Switch: cummax/cummin's contiguous rows of more than 8 KiB and at most 32 KiB (values and
 # int64 indices, or values alone; rowreg4 and rowreg8: ROWREG_MAX_KINDS) take a block a row in
 # registers too, where each lane folds each of its vectors and walks it again for the outputs
@@ -861,13 +862,28 @@ ROWREG_OPS = (*RING_FORWARD_OPS, "max")
 ROWREG_MAX = True
 ROWREG_MAX_MIN_BYTES = 8192 + 16
 ROWREG_MAX_KINDS = ("rowreg4", "rowreg8")
+# Switch: the itemsizes whose logcumsumexp rows of at least ROWREG_LSE_MIN_BYTES (and at most
+# 32 KiB), at least ROWREG_LSE_MIN_ROWS_PER_SM rows an SM, take a block a row in registers too,
+# each vector in two passes (scan.cu, scan_rowreg_dir's kRun: LseOp::lane_run, the warp's runs
+# joined, LseOp::lane_outputs); f64 alone: the other types' exp and log per element bound them,
+# and a warp scan a vector at 16 warps an SM (62-119 registers) lost to pipe1's tiles at up to
+# 32. On an H200 (docs/benchmarks.md, round 71), µs, warp rows (pipe1) -> registers: f64 4096 x
+# 4096 410.6 -> 337.3 (reverse 468.6 -> 305.1), 4096 x 2048 210.3 -> 168.1, 8192 x 1024 189.2
+# -> 147.9; slower: f64 8192 x 520 (rows of 4 KiB and 64 bytes) 122.4 -> 145.8, and 1000 x
+# 4096 (a block a row, rows8, under WARP_ROWS_PER_SM_OP's 16 rows an SM) 93.4 -> 113.9; f32
+# 4096 x 8192 80.2 -> 134.0, 4096 x 4096 43.6 -> 69.7; bf16 4096 x 8192 46.8 -> 66.1, 4096 x
+# 4096 28.3 -> 30.1. Read at each launch.
+ROWREG_LSE_ITEMSIZES: tuple[int, ...] = (8,)
+ROWREG_LSE_MIN_BYTES = 8192
+ROWREG_LSE_MIN_ROWS_PER_SM = 16
 
 
-def _rowreg(op: str, params: Params, operands: Sequence[Slot | None],
-            itemsize: int) -> str | None:  # fmt: skip
+def _rowreg(op: str, params: Params, operands: Sequence[Slot | None], itemsize: int,
+            sm_count: int) -> str | None:  # fmt: skip
     """The rowreg entry that takes the rows of ``params`` (ROWREG), or None. cummax/cummin's
     indices (AUX), where given, lie contiguous along the axis, each row on 16 bytes (int64
-    indices, not the backward's winner flags: ``mode`` bit 2 clear)."""
+    indices, not the backward's winner flags: ``mode`` bit 2 clear). logcumsumexp: the
+    itemsizes, row lengths and rows an SM of ROWREG_LSE_*."""
     rowb = params.n * itemsize
     slots = [IN0, OUT]
     if op == "max":
@@ -879,6 +895,9 @@ def _rowreg(op: str, params: Params, operands: Sequence[Slot | None],
             if params.mode & 4 or aux.axis_stride != 1 or aux.ptr % 16 or aux.outer.v[0] % 2:
                 return None
             slots.append(AUX)
+    elif op == "lse" and (itemsize not in ROWREG_LSE_ITEMSIZES or rowb < ROWREG_LSE_MIN_BYTES
+                          or params.rows < sm_count * ROWREG_LSE_MIN_ROWS_PER_SM):  # fmt: skip
+        return None
     if not (ROWREG and op in ROWREG_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
             and _whole_vector_rows(params, operands, slots, itemsize)):  # fmt: skip
         return None
@@ -1699,7 +1718,8 @@ _SWITCHES = (
     "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
     "SHORT_MAX", "SHORT_GRID_PER_SM", "ROWREG", "ROWREG_MIN_BYTES", "ROWREG_MAX_BYTES",
-    "ROWREG_PREFETCH", "ROWREG_MAX", "ROWREG_MAX_MIN_BYTES",
+    "ROWREG_PREFETCH", "ROWREG_MAX", "ROWREG_MAX_MIN_BYTES", "ROWREG_LSE_ITEMSIZES",
+    "ROWREG_LSE_MIN_BYTES", "ROWREG_LSE_MIN_ROWS_PER_SM",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1893,7 +1913,7 @@ def launch_scan(
             _enqueue(rec, module.function(kernel, smem), (strips, 1, 1), threads, smem, stream,
                      params, kernel)  # fmt: skip
             return f"strip{sw}x{strips}"
-    rowreg = _rowreg(op, params, operands, itemsize)
+    rowreg = _rowreg(op, params, operands, itemsize, sm_count)
     if rowreg is not None:
         return _launch_rowreg(module, rowreg, rows, stream, params, sm_count, rec)
     if _ring_rows(op, params, operands, itemsize):

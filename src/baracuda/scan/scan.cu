@@ -5102,15 +5102,20 @@ __device__ void scan_ring(const Params& P) {
 // its indices stored by the whole warp (warp_pairs, store_pairs' order), every store
 // instruction 512 contiguous bytes. The indices' rows are contiguous and 16-byte aligned (the
 // host's _rowreg).
+// logcumsumexp (a run op) takes each vector in two passes, as pipe_tile takes a lane's tile:
+// LseOp::lane_run (the vector's maximum and running sums, an exp a position), the warp's runs
+// joined (group_scan_run) and carried from vector to vector and warp to warp as runs (an exp a
+// join, no log), then LseOp::lane_outputs from the run before the vector (a log an output).
 template <typename T, typename A, class Op, int V, bool kRev>
 __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
   typedef typename Op::S S;
-  constexpr bool kIdx = Op::kAuxOut;
-  static_assert(!Op::kAuxIn && !kFlagOut<Op> && !kRunOp<Op> && kInputsY<Op> == 1,
-                "rows in registers take one-input ops of states (cummax/cummin: indices)");
+  typedef typename RunOf<Op>::type Run;  // run ops' runs, else NoRun
+  constexpr bool kIdx = Op::kAuxOut, kRun = kRunOp<Op>;
+  static_assert(!Op::kAuxIn && !kFlagOut<Op> && kInputsY<Op> == 1,
+                "rows in registers take one-input ops (cummax/cummin: indices; logcumsumexp: runs)");
   constexpr int L = 16 / (int)sizeof(T);
   constexpr int W = kBlock / 32;
-  __shared__ S warp_tot[2][W];
+  __shared__ typename WordOf<Op>::type warp_tot[2][W];
   const Op op{P.mode};
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   const i64 rowb = P.n * (i64)sizeof(T);
@@ -5143,18 +5148,35 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
       const int q = (w * V * 32 + j * 32 + lane) * L + i;
       return kRev ? (int)P.n - 1 - q : q;
     };
-    const auto make = [&](int j, int i) {
+    // the value of element i (in scan order) of this lane's vector j, and its state
+    const auto value = [&](int j, int i) {
       T e[L];
       memcpy(e, &raw[j], 16);
-      const A a = to_acc(e[kRev ? L - 1 - i : i]);
+      return to_acc(e[kRev ? L - 1 - i : i]);
+    };
+    [[maybe_unused]] const auto make = [&](int j, int i) {
+      const A a = value(j, i);
       return op.make(&a, 0, phys(j, i));
     };
-    S st[kIdx ? 1 : V][kIdx ? 1 : L];  // every position's state (else none)
+    constexpr bool kStates = !kIdx && !kRun;
+    S st[kStates ? V : 1][kStates ? L : 1];  // every position's state (else none)
     [[maybe_unused]] S ex[kIdx ? V : 1];  // kIdx: the state before each vector of the lane
+    // kRun: each vector's running sums and maximum (lane_run), the warp's run before it
+    [[maybe_unused]] A tt[kRun ? V : 1][kRun ? L : 1], tmax[kRun ? V : 1];
+    [[maybe_unused]] Run rex[kRun ? V : 1];
     S wcarry = op.identity();
+    [[maybe_unused]] Run wrun;  // kRun: the warp's run so far
+    if constexpr (kRun) wrun = op.run0();
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      if constexpr (kIdx) {
+      if constexpr (kRun) {
+        const Run lr = op.lane_run([&](int i) { return value(j, i); }, tt[j]);
+        tmax[j] = lr.m;
+        Run wex, wtot;
+        group_scan_run<1>(op, lr, wex, wtot, nullptr);
+        rex[j] = op.join(wrun, wex);
+        wrun = op.join(wrun, wtot);
+      } else if constexpr (kIdx) {
         S fold[1] = {make(j, 0)};
 #pragma unroll
         for (int i = 1; i < L; ++i) fold[0] = op.combine(fold[0], make(j, i));
@@ -5163,17 +5185,45 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
         warp_vec_scan<T, A, Op, kRev>(op, raw[j], st[j], wcarry, lane);
       }
     }
-    if (lane == 0) warp_tot[half][w] = wcarry;
+    if constexpr (kRun) {
+      if (lane == 0) warp_tot[half][w] = wrun;
+    } else {
+      if (lane == 0) warp_tot[half][w] = wcarry;
+    }
     __syncthreads();  // this half of warp_tot is next written two rows later, past a barrier
     S pre = op.identity();
+    [[maybe_unused]] Run rpre;  // kRun: the warps before this one, joined by the first W lanes
+    if constexpr (kRun) {
+      Run t = lane < W ? warp_tot[half][lane] : op.run0();
 #pragma unroll
-    for (int h = 0; h < W; ++h)
-      if (h < w) pre = op.combine(pre, warp_tot[half][h]);
+      for (int d = 1; d < W; d <<= 1) {
+        const Run y = shfl_up(t, d);
+        if (lane >= d) t = op.join(y, t);
+      }
+      rpre = shfl_idx(t, (w + 31) & 31);
+      if (w == 0) rpre = op.run0();
+    } else {
+#pragma unroll
+      for (int h = 0; h < W; ++h)
+        if (h < w) pre = op.combine(pre, warp_tot[half][h]);
+    }
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const i64 vb = (i64)(w * V * 32 + j * 32 + lane) * 16;
       T o[L];
-      if constexpr (kIdx) {
+      if constexpr (kRun) {
+        // the rare pushes read the vector again (in L2), so that raw need not stay live
+        const auto again = [&](int i) {
+          int4 q = make_int4(0, 0, 0, 0);
+          if (vb < rowb) q = *reinterpret_cast<const int4*>(src + (kRev ? rowb - 16 - vb : vb));
+          T e[L];
+          memcpy(e, &q, 16);
+          return to_acc(e[kRev ? L - 1 - i : i]);
+        };
+        op.lane_outputs(op.join(rpre, rex[j]), tmax[j], tt[j], again, tt[j]);
+#pragma unroll
+        for (int i = 0; i < L; ++i) o[kRev ? L - 1 - i : i] = from_acc<T>(tt[j][i]);
+      } else if constexpr (kIdx) {
         S run = op.combine(pre, ex[j]);
         [[maybe_unused]] i64 pend = 0;  // the index of an even position
 #pragma unroll
@@ -6179,8 +6229,8 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 // where they fit).
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
 // Contiguous rows of up to 8, 16 or 32 KiB in registers (scan_rowreg: 2, 4 or 8 vectors a
-// lane), at least two blocks an SM (at most 128 registers; 48-126 used on sm_90, none
-// spilled).
+// lane), at least two blocks an SM (at most 128 registers; 48-126 used on sm_90, none spilled
+// but logcumsumexp's f64 rowreg8, 48 bytes of stack; its other types 62-119).
 #define BC_SCAN_ROWREG_ENTRY1(name, OP, kind, V, MINB)                                    \
   extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(scan_##name##_##kind)( \
       bc::scan::Params p) {                                                             \
@@ -6334,6 +6384,7 @@ BC_SCAN_COOP_ENTRY(lse, LseOp)
 BC_SCAN_STAGE_ENTRY(lse, LseOp)
 BC_SCAN_STRIP_ENTRY(lse, LseOp)
 BC_SCAN_SHORT_ENTRY(lse, LseOp, shortx2, 2, 16, 8)
+BC_SCAN_ROWREG_ENTRY(lse, LseOp)
 #elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
