@@ -5148,14 +5148,16 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
       const int q = (w * V * 32 + j * 32 + lane) * L + i;
       return kRev ? (int)P.n - 1 - q : q;
     };
-    // the value of element i (in scan order) of this lane's vector j, and its state
-    const auto value = [&](int j, int i) {
+    // the value of element i (in scan order) of this lane's vector j (kRun), and its state
+    [[maybe_unused]] const auto value = [&](int j, int i) {
       T e[L];
       memcpy(e, &raw[j], 16);
       return to_acc(e[kRev ? L - 1 - i : i]);
     };
     [[maybe_unused]] const auto make = [&](int j, int i) {
-      const A a = value(j, i);
+      T e[L];
+      memcpy(e, &raw[j], 16);
+      const A a = to_acc(e[kRev ? L - 1 - i : i]);
       return op.make(&a, 0, phys(j, i));
     };
     constexpr bool kStates = !kIdx && !kRun;
