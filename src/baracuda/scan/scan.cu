@@ -1997,6 +1997,15 @@ __device__ __forceinline__ T raw_get(const Raw32& r, int k) {
   return v.v[i % L];
 }
 
+// Element k in scan order of one 16-byte vector (kRev: the vector's positions mirrored).
+template <typename T, bool kRev>
+__device__ __forceinline__ T vec_get(const int4& r, int k) {
+  constexpr int L = 16 / sizeof(T);
+  T e[L];
+  memcpy(e, &r, 16);
+  return e[kRev ? L - 1 - k : k];
+}
+
 __device__ __forceinline__ void load32(Raw32& r, const void* p) {  // p: 16-byte aligned
   const int4* vp = static_cast<const int4*>(p);
   r.w[0] = __ldg(vp);
@@ -5148,16 +5157,9 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
       const int q = (w * V * 32 + j * 32 + lane) * L + i;
       return kRev ? (int)P.n - 1 - q : q;
     };
-    // the value of element i (in scan order) of this lane's vector j (kRun), and its state
-    [[maybe_unused]] const auto value = [&](int j, int i) {
-      T e[L];
-      memcpy(e, &raw[j], 16);
-      return to_acc(e[kRev ? L - 1 - i : i]);
-    };
+    // the state of element i (in scan order) of this lane's vector j (kIdx)
     [[maybe_unused]] const auto make = [&](int j, int i) {
-      T e[L];
-      memcpy(e, &raw[j], 16);
-      const A a = to_acc(e[kRev ? L - 1 - i : i]);
+      const A a = to_acc(vec_get<T, kRev>(raw[j], i));
       return op.make(&a, 0, phys(j, i));
     };
     constexpr bool kStates = !kIdx && !kRun;
@@ -5172,7 +5174,8 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       if constexpr (kRun) {
-        const Run lr = op.lane_run([&](int i) { return value(j, i); }, tt[j]);
+        const Run lr = op.lane_run([&](int i) { return to_acc(vec_get<T, kRev>(raw[j], i)); },
+                                   tt[j]);
         tmax[j] = lr.m;
         Run wex, wtot;
         group_scan_run<1>(op, lr, wex, wtot, nullptr);
@@ -5218,9 +5221,7 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
         const auto again = [&](int i) {
           int4 q = make_int4(0, 0, 0, 0);
           if (vb < rowb) q = *reinterpret_cast<const int4*>(src + (kRev ? rowb - 16 - vb : vb));
-          T e[L];
-          memcpy(e, &q, 16);
-          return to_acc(e[kRev ? L - 1 - i : i]);
+          return to_acc(vec_get<T, kRev>(q, i));
         };
         op.lane_outputs(op.join(rpre, rex[j]), tmax[j], tt[j], again, tt[j]);
 #pragma unroll
