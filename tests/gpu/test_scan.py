@@ -1132,8 +1132,9 @@ def test_logcumsumexp_lanes_every_kernel(element: ElementKind, monkeypatch: Any)
     """Every logcumsumexp forward kernel of ``_lse_paths`` (each case asserts the kernel it
     runs) on lines that take either of a lane's ways, and both within a warp
     (``_lane_lines``): where a kernel takes a lane's values in two passes (pipe1, rows8 and
-    the look-back rows below f64, the staged look-back column tiles: scan.cu,
-    LseOp::lane_outputs), the sums or the pushes where they fall under the floor; the other
+    the look-back rows below f64, the staged look-back column tiles, the rows in registers in
+    every type: scan.cu, LseOp::lane_outputs), the sums or the pushes where they fall under
+    the floor; the other
     kernels push. Both directions, on poisoned outputs, against float64; f32 and f64 within
     a few of their rounding units."""
     dt = torch_dtype(element)
