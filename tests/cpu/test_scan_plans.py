@@ -1723,7 +1723,7 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
     whole 16-byte vectors, take a block a row in registers
     (rowreg2 up to 8 KiB, rowreg4 up to 16 KiB, rowreg8 up to 32 KiB): with IN0 and OUT only
     (cummax/cummin: and their int64 indices, aligned and contiguous along the axis;
-    logcumsumexp: ROWREG_LSE_ITEMSIZES' rows, long and many enough), never with the switch off; one
+    logcumsumexp: f64 rows, long and many enough), never with the switch off; one
     launch of a block a row, in both directions, whose blocks ask L2 for the row as many rows
     on as the SMs hold blocks (ROWREG_PREFETCH; none when off)."""
     from baracuda.scan import _kernels as K
@@ -1741,18 +1741,16 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
     assert entry([x, None, None, y, None], "prod") == (kind and f"scan_prod_{kind}")
     assert entry([x, y, None, y, None]) is None
     # logcumsumexp (ROWREG_LSE_*): f64 rows of at least 8 KiB, at least 16 rows an SM (132
-    # SMs here), IN0 and OUT only; every type, row and count with the switches opened
+    # SMs here), IN0 and OUT only; every f64 row and count with the switches opened
     rows_all = math.prod(shape) // shape[-1]
     lse = kind if itemsize == 8 and shape[-1] * 8 >= 8192 and rows_all >= 132 * 16 else None
     assert entry([x, None, None, y, None], "lse") == (lse and f"scan_lse_{lse}")
     assert entry([x, None, None, y, None], "lse", reverse=True) == (lse and f"scan_lse_{lse}")
     assert entry([x, y, None, y, None], "lse") is None
-    for key, value in (("ROWREG_LSE_ITEMSIZES", (2, 4, 8)), ("ROWREG_LSE_MIN_BYTES", 0),
-                       ("ROWREG_LSE_MIN_ROWS_PER_SM", 0)):  # fmt: skip
-        monkeypatch.setattr(K, key, value)
-    assert entry([x, None, None, y, None], "lse") == (kind and f"scan_lse_{kind}")
-    monkeypatch.setattr(K, "ROWREG_LSE_ITEMSIZES", ())
-    assert entry([x, None, None, y, None], "lse") is None
+    monkeypatch.setattr(K, "ROWREG_LSE_MIN_BYTES", 0)
+    monkeypatch.setattr(K, "ROWREG_LSE_MIN_ROWS_PER_SM", 0)
+    f64 = kind if itemsize == 8 else None  # the kernels exist in f64 alone
+    assert entry([x, None, None, y, None], "lse") == (f64 and f"scan_lse_{f64}")
     # cummax/cummin (rows of more than 8 KiB, ROWREG_MAX): values alone, or with int64
     # indices contiguous along the axis, every row on 16 bytes; not misaligned or strided
     # indices, nor the backward's winner flags; not 2-byte rows of up to 16 KiB in reverse
@@ -2002,6 +2000,12 @@ def test_host_mirrors_of_the_kernel_constants() -> None:
     max_kinds = dict(re.findall(r"BC_SCAN_ROWREG_ENTRY1\(max, MaxOp32, (rowreg\d), (\d), ", text))
     assert set(max_kinds) == set(K.ROWREG_MAX_KINDS)
     assert all(kinds[k] == v for k, v in max_kinds.items())
+    # logcumsumexp's, the same vectors a lane, compiled in the itemsizes the host takes
+    lse_kinds = dict(re.findall(r"BC_SCAN_ROWREG_LSE_ENTRY1\((rowreg\d), (\d)\)", text))
+    assert lse_kinds == kinds
+    m = re.search(r"BC_ENTRY\(scan_lse_##kind\)\(\s*\\\s*bc::scan::Params p\) \{\s*\\\s*"
+                  r"if constexpr \(sizeof\(BC_T\) == (\d)\)", text)  # fmt: skip
+    assert m and (int(m.group(1)),) == K.ROWREG_LSE_ITEMSIZES
     assert 16 * K.BLOCK * int(kinds["rowreg2"]) + 16 == K.ROWREG_MAX_MIN_BYTES  # no rowreg2
     assert 16 * K.BLOCK * int(kinds["rowreg8"]) == K.ROWREG_MAX_BYTES
     assert 16 * K.BLOCK * int(kinds["rowreg4"]) == 16384  # _rowreg's rowreg4 bound

@@ -1020,9 +1020,8 @@ def _lse_special_lines(lines: int, n: int, seed: int) -> np.ndarray:
     return x
 
 
-# logcumsumexp's rows in registers in every type, row length and count of rows
-_ROWREG_LSE_ANY: dict[str, Any] = {"ROWREG_LSE_ITEMSIZES": (2, 4, 8), "ROWREG_LSE_MIN_BYTES": 0,
-                                   "ROWREG_LSE_MIN_ROWS_PER_SM": 0}
+# logcumsumexp's rows in registers (f64: ROWREG_LSE_ITEMSIZES) of every length and count
+_ROWREG_LSE_ANY: dict[str, Any] = {"ROWREG_LSE_MIN_BYTES": 0, "ROWREG_LSE_MIN_ROWS_PER_SM": 0}
 
 
 def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, dict[str, Any],
@@ -1039,12 +1038,13 @@ def _lse_paths(element: ElementKind) -> list[tuple[str, tuple[int, ...], int, di
     any_size = (2, 4, 8)  # COOP_LSE_ITEMSIZES: the cooperative kernel for every type
     return [
         ("many aligned rows", (many, 32 * lanes), -1, {"SEG_ROWS": False}, "pipe1"),
-        # rows in registers (in every type and count: _ROWREG_LSE_ANY), 2, 4 and 8 vectors a
-        # lane, whole or fewer; by default f64 alone, many rows, the others on warp rows
+        # f64 rows in registers (of any length and count: _ROWREG_LSE_ANY), 2, 4 and 8 vectors
+        # a lane, whole or fewer; by default many rows of at least 8 KiB
         *[(f"rows of {kib} KiB{' less a vector' if less else ''} in registers",
            (rows, kib * 1024 // element.itemsize - less * lanes), -1, _ROWREG_LSE_ANY, kernel)
           for rows, kib, less, kernel in ((37, 8, 0, "rowreg2"), (300, 16, 1, "rowreg4"),
-                                          (29, 32, 0, "rowreg8"))],
+                                          (29, 32, 0, "rowreg8"))
+          if element.itemsize in K.ROWREG_LSE_ITEMSIZES],
         ("rows of 16 KiB, default", (many, 16384 // element.itemsize), -1, {},
          "rowreg4" if element.itemsize in K.ROWREG_LSE_ITEMSIZES else "pipe1"),
         ("many short rows, segmented", (many - 3, 24), -1, {"SEG_ONE_VECTOR": False}, "seg"),
@@ -1132,11 +1132,10 @@ def test_logcumsumexp_lanes_every_kernel(element: ElementKind, monkeypatch: Any)
     """Every logcumsumexp forward kernel of ``_lse_paths`` (each case asserts the kernel it
     runs) on lines that take either of a lane's ways, and both within a warp
     (``_lane_lines``): where a kernel takes a lane's values in two passes (pipe1, rows8 and
-    the look-back rows below f64, the staged look-back column tiles, the rows in registers in
-    every type: scan.cu, LseOp::lane_outputs), the sums or the pushes where they fall under
-    the floor; the other
-    kernels push. Both directions, on poisoned outputs, against float64; f32 and f64 within
-    a few of their rounding units."""
+    the look-back rows below f64, the staged look-back column tiles, f64 rows in registers:
+    scan.cu, LseOp::lane_outputs), the sums or the pushes where they fall under the floor;
+    the other kernels push. Both directions, on poisoned outputs, against float64; f32 and
+    f64 within a few of their rounding units."""
     dt = torch_dtype(element)
     kind = ScanKind.LOGCUMSUMEXP
     rng = np.random.default_rng(7)
@@ -2800,8 +2799,8 @@ def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatc
     the ring (cummax/cummin: not the registers). cummax/cummin take rows of more than 8 KiB
     (ROWREG_MAX_MIN_BYTES), not 2-byte rows of up to 16 KiB in reverse, and are checked with
     NaNs, both tie breaks, and without indices too (``_extrema_rows``). logcumsumexp takes
-    them in f64 by default (many rows of at least 8 KiB: ROWREG_LSE_*), here in every type and
-    shape (its special values and lanes of both ways on every kernel: ``_lse_paths``)."""
+    them in f64 alone (by default many rows of at least 8 KiB, here every shape: ROWREG_LSE_*;
+    its special values and lanes of both ways on every kernel: ``_lse_paths``)."""
     from baracuda.scan import _kernels as K
 
     assert K.ROWREG
@@ -2816,6 +2815,8 @@ def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatc
             if extrema and want and (want.endswith("rowreg2") or (
                     reverse and element.itemsize == 2 and want.endswith("rowreg4"))):  # fmt: skip
                 expect = None  # rows of 8 KiB or less; 2-byte ones of 16 KiB in reverse
+            if kind is ScanKind.LOGCUMSUMEXP and element.itemsize not in K.ROWREG_LSE_ITEMSIZES:
+                expect = None
             seen.clear()
             y, idx = run_forward(kind, x, -1, reverse)
             got = [k for k in seen if "rowreg" in k]
@@ -2847,8 +2848,10 @@ def test_scan_rows_in_registers(kind: ScanKind, element: ElementKind, monkeypatc
         assert n % lanes == 0
         seen.clear()
         y, idx = run_forward(kind, x, -1, False)
-        if (extrema or kind is ScanKind.LOGCUMSUMEXP) and kernel == "ring":  # no ring
-            assert len(seen) == 1 and "rowreg" not in seen[0], seen
+        lse = kind is ScanKind.LOGCUMSUMEXP
+        if ((extrema or lse) and kernel == "ring") or (
+                lse and element.itemsize not in K.ROWREG_LSE_ITEMSIZES):  # fmt: skip
+            assert seen and not any("rowreg" in k for k in seen), seen
         else:
             assert seen == [f"scan_{_op_of(kind)}_{kernel}"], seen
         ref = R.scan(kind, _np64(x), -1, False)

@@ -862,18 +862,19 @@ ROWREG_OPS = (*RING_FORWARD_OPS, "max", "lse")
 ROWREG_MAX = True
 ROWREG_MAX_MIN_BYTES = 8192 + 16
 ROWREG_MAX_KINDS = ("rowreg4", "rowreg8")
-# Switch: the itemsizes whose logcumsumexp rows of at least ROWREG_LSE_MIN_BYTES (and at most
-# 32 KiB), at least ROWREG_LSE_MIN_ROWS_PER_SM rows an SM, take a block a row in registers too,
-# each vector in two passes (scan.cu, scan_rowreg_dir's kRun: LseOp::lane_run, the warp's runs
-# joined, LseOp::lane_outputs); f64 alone: the other types' exp and log per element bound them,
-# and a warp scan a vector at 16 warps an SM (62-119 registers) lost to pipe1's tiles at up to
-# 32. On an H200 (docs/benchmarks.md, round 71), µs, warp rows (pipe1) -> registers: f64 4096 x
-# 4096 410.6 -> 337.3 (reverse 468.6 -> 305.1), 4096 x 2048 210.3 -> 168.1, 8192 x 1024 189.2
-# -> 147.9; slower: f64 8192 x 520 (rows of 4 KiB and 64 bytes) 122.4 -> 145.8, and 1000 x
-# 4096 (a block a row, rows8, under WARP_ROWS_PER_SM_OP's 16 rows an SM) 93.4 -> 113.9; f32
-# 4096 x 8192 80.2 -> 134.0, 4096 x 4096 43.6 -> 69.7; bf16 4096 x 8192 46.8 -> 66.1, 4096 x
-# 4096 28.3 -> 30.1. Read at each launch.
-ROWREG_LSE_ITEMSIZES: tuple[int, ...] = (8,)
+# Switch: logcumsumexp's f64 rows (ROWREG_LSE_ITEMSIZES, a mirror of the kernels: scan.cu's
+# BC_SCAN_ROWREG_LSE_ENTRY1 compiles them for f64 alone) of at least ROWREG_LSE_MIN_BYTES (and
+# at most 32 KiB), at least ROWREG_LSE_MIN_ROWS_PER_SM rows an SM, take a block a row in
+# registers too, each vector in two passes (scan_rowreg_dir's kRun: LseOp::lane_run, the warp's
+# runs joined, LseOp::lane_outputs). On an H200 (docs/benchmarks.md, round 71), µs, warp rows
+# (pipe1) -> registers: f64 4096 x 4096 410.6 -> 337.3 (reverse 468.6 -> 305.1), 4096 x 2048
+# 210.3 -> 168.1, 8192 x 1024 189.2 -> 147.9; slower: f64 8192 x 520 (rows of 4 KiB and 64
+# bytes) 122.4 -> 145.8, and 1000 x 4096 (a block a row, rows8, under 16 rows an SM) 93.4 ->
+# 113.9. The other types, whose exp and log per element bind them, lost to warp rows at 16
+# warps an SM (62-119 registers, a warp scan a vector) against pipe1's up to 32: f32 4096 x 8192
+# 80.2 -> 134.0, 4096 x 4096 43.6 -> 69.7; bf16 4096 x 8192 46.8 -> 66.1, 4096 x 4096 28.3 ->
+# 30.1. Read at each launch.
+ROWREG_LSE_ITEMSIZES = (8,)
 ROWREG_LSE_MIN_BYTES = 8192
 ROWREG_LSE_MIN_ROWS_PER_SM = 16
 
@@ -1718,8 +1719,8 @@ _SWITCHES = (
     "RING_BACKWARD", "RING_MAX_BACKWARD",
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
     "SHORT_MAX", "SHORT_GRID_PER_SM", "ROWREG", "ROWREG_MIN_BYTES", "ROWREG_MAX_BYTES",
-    "ROWREG_PREFETCH", "ROWREG_MAX", "ROWREG_MAX_MIN_BYTES", "ROWREG_LSE_ITEMSIZES",
-    "ROWREG_LSE_MIN_BYTES", "ROWREG_LSE_MIN_ROWS_PER_SM",
+    "ROWREG_PREFETCH", "ROWREG_MAX", "ROWREG_MAX_MIN_BYTES", "ROWREG_LSE_MIN_BYTES",
+    "ROWREG_LSE_MIN_ROWS_PER_SM",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
@@ -1736,7 +1737,7 @@ _FIXED = (
     "RING_BACKWARD_CHUNK", "RING_BACKWARD_STAGES", "RING_MAX_BACKWARD_CHUNK",
     "RING_MAX_BACKWARD_STAGES", "COLS_STATES_OPS",
     "IN0", "IN1", "IN2", "OUT", "AUX", "WARP_ROWS_PER_SM_OP", "SHORT_MANY", "SHORT1_MANY",
-    "SHORT1_RESIDENT", "ROWREG_KINDS", "ROWREG_OPS", "ROWREG_MAX_KINDS",
+    "SHORT1_RESIDENT", "ROWREG_KINDS", "ROWREG_OPS", "ROWREG_MAX_KINDS", "ROWREG_LSE_ITEMSIZES",
 )  # fmt: skip
 _switch_get = operator.itemgetter(*_SWITCHES)
 _GLOBALS = globals()

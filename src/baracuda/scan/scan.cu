@@ -6233,7 +6233,7 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
 #define BC_SCAN_RING_ENTRY(name, OP) BC_SCAN_BLOCK_ENTRY(name, OP, ring, scan_ring, 256, 1)
 // Contiguous rows of up to 8, 16 or 32 KiB in registers (scan_rowreg: 2, 4 or 8 vectors a
 // lane), at least two blocks an SM (at most 128 registers; 48-126 used on sm_90, none spilled
-// but logcumsumexp's f64 rowreg8, 48 bytes of stack; its other types 62-119).
+// but logcumsumexp's f64 rowreg8, 48 bytes of stack).
 #define BC_SCAN_ROWREG_ENTRY1(name, OP, kind, V, MINB)                                    \
   extern "C" __global__ void __launch_bounds__(256, MINB) BC_ENTRY(scan_##name##_##kind)( \
       bc::scan::Params p) {                                                             \
@@ -6243,6 +6243,15 @@ __device__ __forceinline__ void scan_stream_dir(const Params& P) {
   BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg2, 2, 2) \
   BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg4, 4, 2) \
   BC_SCAN_ROWREG_ENTRY1(name, OP, rowreg8, 8, 2)
+// logcumsumexp's, in f64 alone (the host's ROWREG_LSE_ITEMSIZES): every type's scan the same,
+// the others' measured slower than their warp rows and compiled empty (docs/benchmarks.md,
+// round 71)
+#define BC_SCAN_ROWREG_LSE_ENTRY1(kind, V)                                                 \
+  extern "C" __global__ void __launch_bounds__(256, 2) BC_ENTRY(scan_lse_##kind)(          \
+      bc::scan::Params p) {                                                                \
+    if constexpr (sizeof(BC_T) == 8)                                                       \
+      bc::scan::scan_rowreg<BC_T, BC_ACC, bc::scan::LseOp<BC_ACC>, V>(p);                  \
+  }
 // Few long rows in one pass (sm_90; the host launches them for no other arch), in programs
 // of their own (BC_SCAN_GROUP_*_STREAM): an entry a direction, a cooperative launch that
 // zeroes its own workspace, two blocks an SM (80 registers: ptxas counts the 352 threads as
@@ -6387,7 +6396,9 @@ BC_SCAN_COOP_ENTRY(lse, LseOp)
 BC_SCAN_STAGE_ENTRY(lse, LseOp)
 BC_SCAN_STRIP_ENTRY(lse, LseOp)
 BC_SCAN_SHORT_ENTRY(lse, LseOp, shortx2, 2, 16, 8)
-BC_SCAN_ROWREG_ENTRY(lse, LseOp)
+BC_SCAN_ROWREG_LSE_ENTRY1(rowreg2, 2)
+BC_SCAN_ROWREG_LSE_ENTRY1(rowreg4, 4)
+BC_SCAN_ROWREG_LSE_ENTRY1(rowreg8, 8)
 #elif defined(BC_SCAN_GROUP_PROD_BWD)
 BC_SCAN_ENTRIES(prod_bwd, ProdBwdOp, 2, 3)
 BC_SCAN_SEG_WIDE_ENTRY(prod_bwd, ProdBwdOp, 2)
