@@ -5157,9 +5157,12 @@ __device__ __forceinline__ void scan_rowreg_dir(const Params& P) {
       const int q = (w * V * 32 + j * 32 + lane) * L + i;
       return kRev ? (int)P.n - 1 - q : q;
     };
-    // the state of element i (in scan order) of this lane's vector j (kIdx)
+    // the state of element i (in scan order) of this lane's vector j (kIdx; unpacked here
+    // rather than through vec_get, which changed the f32 and f64 machine code)
     [[maybe_unused]] const auto make = [&](int j, int i) {
-      const A a = to_acc(vec_get<T, kRev>(raw[j], i));
+      T e[L];
+      memcpy(e, &raw[j], 16);
+      const A a = to_acc(e[kRev ? L - 1 - i : i]);
       return op.make(&a, 0, phys(j, i));
     };
     constexpr bool kStates = !kIdx && !kRun;
