@@ -1740,15 +1740,15 @@ def test_rows_in_registers_entry(shape: tuple[int, ...], itemsize: int,
     assert entry([x, None, None, y, None]) == (kind and f"scan_sum_{kind}")
     assert entry([x, None, None, y, None], "prod") == (kind and f"scan_prod_{kind}")
     assert entry([x, y, None, y, None]) is None
-    # logcumsumexp (ROWREG_LSE_*): f64 rows of at least 8 KiB, at least 16 rows an SM (132
-    # SMs here), IN0 and OUT only; every f64 row and count with the switches opened
+    # logcumsumexp (ROWREG_LSE_*): f64 rows of at least 8 KiB where they would take warp rows
+    # (16 an SM, 132 SMs here), IN0 and OUT only; every f64 row and count with those opened
     rows_all = math.prod(shape) // shape[-1]
     lse = kind if itemsize == 8 and shape[-1] * 8 >= 8192 and rows_all >= 132 * 16 else None
     assert entry([x, None, None, y, None], "lse") == (lse and f"scan_lse_{lse}")
     assert entry([x, None, None, y, None], "lse", reverse=True) == (lse and f"scan_lse_{lse}")
     assert entry([x, y, None, y, None], "lse") is None
     monkeypatch.setattr(K, "ROWREG_LSE_MIN_BYTES", 0)
-    monkeypatch.setattr(K, "ROWREG_LSE_MIN_ROWS_PER_SM", 0)
+    monkeypatch.setattr(K, "WARP_ROWS_PER_SM", 0)
     f64 = kind if itemsize == 8 else None  # the kernels exist in f64 alone
     assert entry([x, None, None, y, None], "lse") == (f64 and f"scan_lse_{f64}")
     # cummax/cummin (rows of more than 8 KiB, ROWREG_MAX): values alone, or with int64

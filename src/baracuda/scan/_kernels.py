@@ -864,19 +864,19 @@ ROWREG_MAX_MIN_BYTES = 8192 + 16
 ROWREG_MAX_KINDS = ("rowreg4", "rowreg8")
 # Switch: logcumsumexp's f64 rows (ROWREG_LSE_ITEMSIZES, a mirror of the kernels: scan.cu's
 # BC_SCAN_ROWREG_LSE_ENTRY1 compiles them for f64 alone) of at least ROWREG_LSE_MIN_BYTES (and
-# at most 32 KiB), at least ROWREG_LSE_MIN_ROWS_PER_SM rows an SM, take a block a row in
+# at most 32 KiB), where the launch would take warp rows (rows1/pipe1: warp_rows_per_sm rows
+# an SM; fewer keep a block a row, rows8, which measured faster), take a block a row in
 # registers too, each vector in two passes (scan_rowreg_dir's kRun: LseOp::lane_run, the warp's
 # runs joined, LseOp::lane_outputs). On an H200 (docs/benchmarks.md, round 71), µs, warp rows
 # (pipe1) -> registers: f64 4096 x 4096 410.6 -> 337.3 (reverse 468.6 -> 305.1), 4096 x 2048
 # 210.3 -> 168.1, 8192 x 1024 189.2 -> 147.9; slower: f64 8192 x 520 (rows of 4 KiB and 64
-# bytes) 122.4 -> 145.8, and 1000 x 4096 (a block a row, rows8, under 16 rows an SM) 93.4 ->
-# 113.9. The other types, whose exp and log per element bind them, lost to warp rows at 16
-# warps an SM (62-119 registers, a warp scan a vector) against pipe1's up to 32: f32 4096 x 8192
-# 80.2 -> 134.0, 4096 x 4096 43.6 -> 69.7; bf16 4096 x 8192 46.8 -> 66.1, 4096 x 4096 28.3 ->
-# 30.1. Read at each launch.
+# bytes) 122.4 -> 145.8, and 1000 x 4096 (rows8, under 16 rows an SM) 93.4 -> 113.9. The
+# other types, whose exp and log per element bind them, lost to warp rows at 16 warps an SM
+# (62-119 registers, a warp scan a vector) against pipe1's up to 32: f32 4096 x 8192 80.2 ->
+# 134.0, 4096 x 4096 43.6 -> 69.7; bf16 4096 x 8192 46.8 -> 66.1, 4096 x 4096 28.3 -> 30.1.
+# Read at each launch.
 ROWREG_LSE_ITEMSIZES = (8,)
 ROWREG_LSE_MIN_BYTES = 8192
-ROWREG_LSE_MIN_ROWS_PER_SM = 16
 
 
 def _rowreg(op: str, params: Params, operands: Sequence[Slot | None], itemsize: int,
@@ -884,7 +884,7 @@ def _rowreg(op: str, params: Params, operands: Sequence[Slot | None], itemsize: 
     """The rowreg entry that takes the rows of ``params`` (ROWREG), or None. cummax/cummin's
     indices (AUX), where given, lie contiguous along the axis, each row on 16 bytes (int64
     indices, not the backward's winner flags: ``mode`` bit 2 clear). logcumsumexp: the
-    itemsizes, row lengths and rows an SM of ROWREG_LSE_*."""
+    itemsizes and row lengths of ROWREG_LSE_*, where its rows would take warp rows."""
     rowb = params.n * itemsize
     slots = [IN0, OUT]
     if op == "max":
@@ -897,7 +897,7 @@ def _rowreg(op: str, params: Params, operands: Sequence[Slot | None], itemsize: 
                 return None
             slots.append(AUX)
     elif op == "lse" and (itemsize not in ROWREG_LSE_ITEMSIZES or rowb < ROWREG_LSE_MIN_BYTES
-                          or params.rows < sm_count * ROWREG_LSE_MIN_ROWS_PER_SM):  # fmt: skip
+                          or params.rows < sm_count * warp_rows_per_sm(op, itemsize)):  # fmt: skip
         return None
     if not (ROWREG and op in ROWREG_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
             and _whole_vector_rows(params, operands, slots, itemsize)):  # fmt: skip
@@ -1720,7 +1720,6 @@ _SWITCHES = (
     "RING_MAX_BACKWARD_SHORT_ITEMSIZES", "PIPE_MAX_WAVE", "STRIP_MAX_BACKWARD", "SHORT",
     "SHORT_MAX", "SHORT_GRID_PER_SM", "ROWREG", "ROWREG_MIN_BYTES", "ROWREG_MAX_BYTES",
     "ROWREG_PREFETCH", "ROWREG_MAX", "ROWREG_MAX_MIN_BYTES", "ROWREG_LSE_MIN_BYTES",
-    "ROWREG_LSE_MIN_ROWS_PER_SM",
 )  # fmt: skip
 # constants (mirrors of the kernels' sizes, tables of ops and programs)
 _FIXED = (
