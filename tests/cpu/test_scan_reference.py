@@ -571,6 +571,31 @@ def test_empty_and_zero_length_axis() -> None:
             assert dx.shape == shape
 
 
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_one_position_lines_are_new_arrays(lib: str, dtype: str) -> None:
+    """A line of one position is its own scan, and ``dy`` its gradient: the results are new
+    arrays all the same (the reference once returned its input itself, and the PyTorch
+    adapter's custom op refused the alias), whatever the axis and direction."""
+    rng = np.random.default_rng(5)
+    for shape, axis in [((3, 1), 1), ((1,), 0), ((1, 4), 0), ((2, 1, 3), -2)]:
+        base = rng.standard_normal(shape).astype(dtype)
+        for kind in KINDS:
+            for reverse in (False, True):
+                x = base.copy() if lib == "numpy" else torch.from_numpy(base.copy())
+                dy = 2 * x - 1
+                out = R.scan(kind, x, axis, reverse)
+                y = out[0] if isinstance(out, tuple) else out
+                dx = R.scan_backward(kind, dy, x=x, y=y, axis=axis, reverse=reverse)
+                what = f"{kind} {shape} axis={axis} reverse={reverse}"
+                np.testing.assert_array_equal(np.asarray(y), np.asarray(x), err_msg=what)
+                np.testing.assert_array_equal(np.asarray(dx), np.asarray(dy), err_msg=what)
+                y[...] = 7  # writing into the results leaves the inputs alone
+                dx[...] = 7
+                np.testing.assert_array_equal(np.asarray(x), base, err_msg=what)
+                np.testing.assert_array_equal(np.asarray(dy), 2 * base - 1, err_msg=what)
+
+
 def test_errors() -> None:
     x = np.zeros((3, 4))
     with pytest.raises(InvalidProblem, match="axis"):

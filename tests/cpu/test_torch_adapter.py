@@ -34,6 +34,14 @@ def test_gradcheck(name: str, dim: int) -> None:
     assert torch.autograd.gradcheck(lambda t: UNARY[name](t, dim), (x,))
 
 
+@pytest.mark.parametrize("name", list(UNARY))
+def test_one_position_axes(name: str) -> None:
+    """An axis of one position: the custom ops refuse outputs that alias their inputs, and
+    every output here is a new tensor equal to the input (sparsemax: 1)."""
+    x = torch.randn(4, 1, 3, dtype=F64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: UNARY[name](t, 1), (x,))
+
+
 def test_cumprod_gradcheck_with_zeros() -> None:
     x = torch.randn(4, 8, dtype=F64)
     x[0, 3] = 0.0

@@ -49,8 +49,13 @@ Combine = Callable[[State, State], State]
 
 def _hillis_steele(xp: Any, state: State, combine: Combine) -> State:
     """Inclusive scan along the last axis of each array in ``state`` in ``ceil(log2 n)``
-    whole-array steps; ``combine(earlier, later)``."""
+    whole-array steps; ``combine(earlier, later)``. A line of one position is its own scan:
+    returned as copies, so that no result of the reference is its caller's input."""
     n = state[0].shape[-1]
+    if n <= 1:  # torch's asarray(copy=True) warns on arrays that require grad: clone them
+        if is_torch_namespace(xp):
+            return tuple(s.clone() for s in state)
+        return tuple(xp.asarray(s, copy=True) for s in state)
     d = 1
     while d < n:
         prev = tuple(s[..., : n - d] for s in state)
