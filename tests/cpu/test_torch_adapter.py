@@ -39,6 +39,10 @@ def test_one_position_axes(name: str) -> None:
     """An axis of one position: the custom ops refuse outputs that alias their inputs, and
     every output here is a new tensor equal to the input (sparsemax: 1)."""
     x = torch.randn(4, 1, 3, dtype=F64, requires_grad=True)
+    y = UNARY[name](x, 1)
+    want = torch.ones_like(x) if name == "sparsemax" else x
+    assert torch.equal(y, want.detach())
+    assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
     assert torch.autograd.gradcheck(lambda t: UNARY[name](t, 1), (x,))
 
 
