@@ -17,7 +17,8 @@ NaN at a leading -inf input, the exact 0 is taken.
 On a GPU it adds long rows (2^24 + 3; (3, 2^22 + 5) and (5, 2^21 + 7) along dim 1; (2^20 +
 1, 3) along dim 0) in f32 and bf16, both directions, every op with its gradient; CuPy arrays
 with negative and other strides (the functional API, forward and ``scan_backward``, each
-result a CuPy array); and JAX arrays (each result a JAX array). On a machine without a GPU
+result a CuPy array); and JAX arrays (each result a JAX array). Every draw follows from the
+seed. On a machine without a GPU
 it runs the random cases on CPU tensors (the array-API path). Exits 1 if any case fails.
 """
 
@@ -210,9 +211,10 @@ class Checker:
                         self.check(op, x, dim, reverse, tag, grad=True)
                     torch.cuda.empty_cache()
 
-    def cupy_arrays(self) -> None:
+    def cupy_arrays(self, seed: int) -> None:
         import cupy as cp
 
+        cp.random.seed(seed)
         def t64(a: Any) -> Any:
             return torch.from_dlpack(cp.ascontiguousarray(a)).double()
 
@@ -284,7 +286,7 @@ def main() -> int:
         print(f"device: {torch.cuda.get_device_name()}")
         c.long_rows()
         print(f"with long rows: {c.count} cases, {len(c.fails)} failing")
-        for name, fn in (("CuPy", c.cupy_arrays), ("JAX", c.jax_arrays)):
+        for name, fn in (("CuPy", lambda: c.cupy_arrays(a.seed)), ("JAX", c.jax_arrays)):
             try:
                 fn()
             except ImportError:
