@@ -897,7 +897,8 @@ def _rowreg(op: str, params: Params, operands: Sequence[Slot | None], itemsize: 
                 return None
             slots.append(AUX)
     elif op == "lse" and (itemsize not in ROWREG_LSE_ITEMSIZES or rowb < ROWREG_LSE_MIN_BYTES
-                          or params.rows < sm_count * warp_rows_per_sm(op, itemsize)):  # fmt: skip
+                          or not takes_warp_rows(params.rows, params.n, itemsize, sm_count,
+                                                 warp_rows_per_sm(op, itemsize))):  # fmt: skip
         return None
     if not (ROWREG and op in ROWREG_OPS and ROWREG_MIN_BYTES <= rowb <= ROWREG_MAX_BYTES
             and _whole_vector_rows(params, operands, slots, itemsize)):  # fmt: skip
@@ -1371,6 +1372,12 @@ def per_thread(itemsize: int) -> int:
     return 4 if itemsize == 8 else 8
 
 
+def takes_warp_rows(rows: int, n: int, itemsize: int, sm_count: int, warp_rows: int) -> bool:
+    """Whether contiguous rows take a warp a row (``rows1``/``pipe1``): short rows, or at
+    least ``warp_rows`` rows an SM to keep every SM busy."""
+    return n <= 2 * 32 * per_thread(itemsize) or rows >= sm_count * warp_rows
+
+
 @dataclass(frozen=True, slots=True)
 class Chunking:
     layout: str  # "rows1", "rows8", "cols", "lbrows" or "lbcols"
@@ -1451,12 +1458,11 @@ def chunking(layout: str, rows: int, n: int, itemsize: int, sm_count: int,
     rows per SM from which a warp takes a row (default: ``WARP_ROWS_PER_SM``)."""
     lb = LOOKBACK if lookback is None else lookback
     if layout == "rows":
-        k = per_thread(itemsize)
         wr = WARP_ROWS_PER_SM if warp_rows is None else warp_rows
-        if n <= 2 * 32 * k or rows >= sm_count * wr:
+        if takes_warp_rows(rows, n, itemsize, sm_count, wr):
             # a warp per row: no block barriers; enough rows keep every SM busy
             return Chunking("rows1", 1, max(n, 1))
-        tile = BLOCK * k
+        tile = BLOCK * per_thread(itemsize)
         target = sm_count * 4  # blocks of 256 threads
         if rows >= target or n <= 2 * tile:
             return Chunking("rows8", 1, n)
