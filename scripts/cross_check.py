@@ -28,12 +28,15 @@ import argparse
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests.helpers
 import baracuda as bc
 import baracuda.torch as bct
+from tests.helpers import torch_scan
 
 OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
 DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
@@ -103,17 +106,6 @@ class Checker:
 
     # ---- references --------------------------------------------------------------------
     @staticmethod
-    def torch_op(x: Any, op: str, dim: int, reverse: bool) -> tuple[Any, Any]:
-        t = x.flip(dim) if reverse else x
-        if op in ("cummax", "cummin"):
-            v, i = getattr(torch, op)(t, dim)
-            if reverse:
-                v, i = v.flip(dim), (t.shape[dim] - 1 - i).flip(dim)
-            return v, i
-        y = getattr(torch, op)(t, dim)
-        return (y.flip(dim) if reverse else y), None
-
-    @staticmethod
     def rel_err(a: Any, b: Any, dim: int) -> float:
         """Largest |a - b| over the largest finite |b| of its line; equal infinities and
         NaN against NaN count 0, as does a value past a's dtype's range (overflow is a's
@@ -148,7 +140,7 @@ class Checker:
         except Exception as e:  # a failure to report, not to stop at
             self.fails.append(f"{tag}: forward raised {type(e).__name__}: {e}")
             return
-        ry, ridx = self.torch_op(x64, op, dim, reverse)
+        ry, ridx = torch_scan(op, x64, dim, reverse)
         lim = tol * (max(4, n) if op == "cumprod" else max(4, n) ** 0.5 if op == "cumsum" else 4)
         e = self.rel_err(y, ry, dim)
         if e > lim:
@@ -171,7 +163,7 @@ class Checker:
         glim = 2 * tol * (max(4, n) if op in ("cumprod", "logcumsumexp") else max(4, n) ** 0.5)
         if ge > glim and dtype != torch.float64:
             xt = x.detach().requires_grad_(True)
-            (tg,) = torch.autograd.grad(self.torch_op(xt, op, dim, reverse)[0], xt, dy)
+            (tg,) = torch.autograd.grad(torch_scan(op, xt, dim, reverse)[0], xt, dy)
             if op == "logcumsumexp":
                 tg = self.lse_grad(tg, xt)
             glim = max(glim, self.rel_err(tg, rg, dim))
@@ -229,7 +221,7 @@ class Checker:
                     out = getattr(bc, op)(v, dim, reverse)
                     y = out[0] if isinstance(out, tuple) else out
                     xt = t64(v).requires_grad_(True)
-                    ry = self.torch_op(xt, op, dim, reverse)[0]
+                    ry = torch_scan(op, xt, dim, reverse)[0]
                     self.count += 1
                     e = self.rel_err(t64(y), ry, dim)
                     if not type(y).__module__.startswith("cupy") or e > 1e-3:
@@ -262,7 +254,7 @@ class Checker:
                 for dim in (0, 1):
                     out = getattr(bc, op)(xj, dim, False)
                     y = out[0] if isinstance(out, tuple) else out
-                    ry = self.torch_op(x64, op, dim, False)[0]
+                    ry = torch_scan(op, x64, dim, False)[0]
                     e = self.rel_err(torch.tensor(np.asarray(y, dtype=np.float64)), ry, dim)
                     lim = (2e-4 if dtype == jnp.float32 else 4e-2) * (30 if op == "cumprod" else 1)
                     self.count += 1

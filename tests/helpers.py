@@ -20,6 +20,24 @@ TORCH_NAMES = {ElementKind.F32: "float32", ElementKind.F16: "float16",
                ElementKind.BF16: "bfloat16", ElementKind.F64: "float64"}  # fmt: skip
 
 
+def torch_scan(kind: str, x: Any, axis: int, reverse: bool) -> tuple[Any, Any]:
+    """torch's own scan of ``kind`` ("cumsum", ... a ScanKind's value) along ``axis``: values
+    and the int64 indices of cummax/cummin (else None); ``reverse`` through flips, the indices
+    physical positions."""
+    import torch
+
+    xx = x.flip(axis) if reverse else x
+    idx = None
+    if kind in ("cummax", "cummin"):
+        y, idx = getattr(torch, kind)(xx, axis)
+    else:
+        y = getattr(torch, kind)(xx, axis)
+    if reverse:
+        y = y.flip(axis)
+        idx = None if idx is None else (x.shape[axis] - 1 - idx).flip(axis)
+    return y, idx
+
+
 def torch_dtype(element: ElementKind) -> Any:
     import torch
 

@@ -10,27 +10,11 @@ import pytest
 from baracuda.errors import InvalidProblem
 from baracuda.scan import reference as R
 from baracuda.types import ScanKind, TieBreak
+from tests.helpers import torch_scan
 
 torch = pytest.importorskip("torch")
 
 KINDS = list(ScanKind)
-
-
-def torch_scan(kind: ScanKind, x: Any, dim: int, reverse: bool) -> tuple[Any, Any]:
-    xx = x.flip(dim) if reverse else x
-    idx = None
-    if kind is ScanKind.CUMSUM:
-        y = torch.cumsum(xx, dim)
-    elif kind is ScanKind.CUMPROD:
-        y = torch.cumprod(xx, dim)
-    elif kind is ScanKind.LOGCUMSUMEXP:
-        y = torch.logcumsumexp(xx, dim)
-    else:
-        r = (torch.cummax if kind is ScanKind.CUMMAX else torch.cummin)(xx, dim)
-        y, idx = r.values, r.indices
-        if reverse:
-            idx = (x.shape[dim] - 1 - idx).flip(dim)
-    return (y.flip(dim) if reverse else y), idx
 
 
 def special_input(kind: ScanKind, shape: tuple[int, ...], seed: int) -> Any:
@@ -82,7 +66,7 @@ def test_forward_and_backward_match_torch(kind: ScanKind, reverse: bool, dim: in
     """The reference on NumPy and on torch arrays (which take torch's own scans in places)
     against torch autograd."""
     x = special_input(kind, (4, 6, 9), 1).requires_grad_(True)
-    y, idx = torch_scan(kind, x, dim, reverse)
+    y, idx = torch_scan(kind.value, x, dim, reverse)
     dy = torch.randn(y.shape, dtype=torch.float64)
     (gx,) = torch.autograd.grad(y, x, dy)
     xn, yn = _lib(x, lib), _lib(y, lib)
@@ -149,7 +133,7 @@ def test_extremum_backward_keeps_inf_and_nan_of_dy_in_their_segment(
     dy[2, 3::3] = -float("inf")
     dy[3, -1] = float("inf")
     dy[3, -2] = -float("inf")  # inf - inf in the last winner's segment only (if they share it)
-    y, _ = torch_scan(kind, x, 1, reverse)
+    y, _ = torch_scan(kind.value, x, 1, reverse)
     (gx,) = torch.autograd.grad(y, x, dy)
     with np.errstate(invalid="ignore"):  # inf - inf where a segment holds both
         dx = R.scan_backward(kind, _lib(dy, lib), x=_lib(x, lib), axis=1, reverse=reverse,

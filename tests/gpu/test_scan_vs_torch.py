@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import baracuda as bc
+from tests.helpers import torch_scan
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -40,24 +41,9 @@ def _cuda() -> None:
         pytest.skip("needs a CUDA GPU and torch with CUDA")
 
 
-def _torch_scan(kind: str, x: Any, axis: int, rev: bool) -> tuple[Any, Any]:
-    """torch's scan (values, indices or None), ``rev`` through flips."""
-    xx = x.flip(axis) if rev else x
-    idx = None
-    if kind in ("cummax", "cummin"):
-        r = getattr(torch, kind)(xx, axis)
-        y, idx = r.values, r.indices
-    else:
-        y = getattr(torch, kind)(xx, axis)
-    if rev:
-        y = y.flip(axis)
-        idx = None if idx is None else (x.shape[axis] - 1 - idx).flip(axis)
-    return y, idx
-
-
 def _grad(kind: str, x: Any, dy: Any, axis: int, rev: bool) -> Any:
     xr = x.detach().clone().requires_grad_(True)
-    (g,) = torch.autograd.grad(_torch_scan(kind, xr, axis, rev)[0], xr, dy)
+    (g,) = torch.autograd.grad(torch_scan(kind, xr, axis, rev)[0], xr, dy)
     return g
 
 
@@ -172,7 +158,7 @@ def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Ge
     x64 = x.to(torch.float64)
     ax = axis % x.dim()
     n = x.shape[ax]
-    y64, idx64 = _torch_scan(kind, x64, ax, rev)
+    y64, idx64 = torch_scan(kind, x64, ax, rev)
     xv = _lib(_layout(rng, x), lib)
     if kind in ("cummax", "cummin"):
         y, idx = map(_tensor, getattr(bc, kind)(xv, axis, rev, tie_break="last"))
@@ -185,14 +171,14 @@ def _check(kind: str, dt: str, x64: Any, axis: int, rev: bool, rng: np.random.Ge
     else:
         y = _tensor(getattr(bc, kind)(xv, axis, rev))
         if kind == "cumsum":
-            scale = _torch_scan(kind, x64.abs(), ax, rev)[0]
+            scale = torch_scan(kind, x64.abs(), ax, rev)[0]
         else:
             scale = 1.0 + y64.abs().nan_to_num(0.0, 0.0, 0.0)
         if kind == "cumprod" and dt in ("f16", "bf16"):
             # a product's rounding in f32 grows faster than sqrt(n) in a parallel scan (torch's
             # GPU cumprod alike): held to docs/ops.md's bound, rtol max(1, sqrt(n) / 4) of |y|,
             # or to 1.5x torch's own error in this dtype, whichever is larger
-            own = (_torch_scan(kind, x, ax, rev)[0].to(torch.float64) - y64).abs()
+            own = (torch_scan(kind, x, ax, rev)[0].to(torch.float64) - y64).abs()
             doc = RTOL[dt] * max(1.0, math.sqrt(n) / 4) * y64.abs()
             bound = torch.maximum(doc, 1.5 * own.nan_to_num(0.0, 0.0, 0.0))
             scale = torch.maximum(scale, bound / (EPS[dt] * (4 + 2 * math.log2(max(n, 2)))))
